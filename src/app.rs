@@ -1,0 +1,168 @@
+//! Start-up of the server and the state every request shares.
+//!
+//! [`main`] is what the binary runs: logging, config, database, first-run
+//! administrator, listen, serve until a signal. [`run`] is the part tests can
+//! drive in-process with their own listener, clock and shutdown switch.
+
+use crate::auth::rate_limit::RateLimiter;
+use crate::auth::session::SessionKeys;
+use crate::clock::{iso, SharedClock, SystemClock};
+use crate::config::{self, Env, ServerConfig};
+use crate::db::Db;
+use crate::lifecycle::{self, Shutdown};
+use crate::users::{self, Bootstrap};
+use crate::{fatal, fsutil, http, logging};
+use parking_lot::Mutex;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Open connections get this long to finish after a stop signal.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// What every request handler shares. Built once at start.
+pub struct App {
+    pub config: ServerConfig,
+    pub db: Db,
+    pub clock: SharedClock,
+    pub sessions: SessionKeys,
+    pub login_limiter: RateLimiter,
+    /// The first-run administrator and the file holding its generated password,
+    /// removed once that password is changed.
+    initial_password: Mutex<Option<(i64, PathBuf)>>,
+}
+
+impl App {
+    pub fn first_admin_id(&self) -> i64 {
+        self.initial_password.lock().as_ref().map_or(-1, |(id, _)| *id)
+    }
+
+    pub fn forget_initial_password(&self) {
+        if let Some((_, path)) = self.initial_password.lock().take() {
+            if std::fs::remove_file(&path).is_ok() {
+                log::info!("The first-run administrator changed its password; removed {}", path.display());
+            }
+        }
+    }
+}
+
+/// A failure that ends the start (exit code 1).
+#[derive(Debug)]
+pub struct FatalError(pub String);
+
+impl std::fmt::Display for FatalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The binary's entry point; returns the exit code.
+pub fn main() -> i32 {
+    // Everything the server writes (database, config, password file) is private.
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let env = Env::from_process();
+    let format = match config::log_format(&env) {
+        Ok(f) => f,
+        Err(e) => {
+            logging::init(config::LogFormat::Pretty, config::LogLevel::Info);
+            fatal!("Invalid configuration: {e}");
+            return 1;
+        }
+    };
+    let env_level = config::env_log_level(&env);
+    logging::init(format, env_level.clone().ok().flatten().unwrap_or(config::LogLevel::Info));
+    let loaded = match config::load(&env) {
+        Ok(l) => l,
+        Err(e) => {
+            fatal!("Invalid configuration: {e}");
+            return 1;
+        }
+    };
+    logging::set_level(loaded.config.log_level);
+    for notice in &loaded.notices {
+        log::info!("{notice}");
+    }
+    for warning in &loaded.warnings {
+        log::warn!("{warning}");
+    }
+    lifecycle::install_panic_hook();
+
+    let addr = format!("0.0.0.0:{}", loaded.config.port);
+    let listener = match TcpListener::bind(&addr) {
+        Ok(l) => l,
+        Err(e) => {
+            fatal!("Cannot listen on {addr}: {e}");
+            return 1;
+        }
+    };
+    let shutdown = Shutdown::new();
+    if let Err(e) = lifecycle::handle_signals(shutdown.clone()) {
+        fatal!("Cannot install signal handlers: {e}");
+        return 1;
+    }
+    match run(loaded.config, listener, Arc::new(SystemClock), shutdown) {
+        Ok(()) => 0,
+        Err(e) => {
+            fatal!("{e}");
+            1
+        }
+    }
+}
+
+/// Serves on `listener` until `shutdown` is triggered, then gives open requests
+/// [`SHUTDOWN_GRACE`] to finish.
+pub fn run(config: ServerConfig, listener: TcpListener, clock: SharedClock, shutdown: Shutdown) -> Result<(), FatalError> {
+    let db_path = config.data_dir.join("vrrp-monitor.db");
+    let (db, _writer) = Db::open(&db_path, &iso(clock.now())).map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
+
+    let initial_password = bootstrap_admin(&config, &db, &clock)?;
+    let app = Arc::new(App {
+        sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
+        login_limiter: RateLimiter::login(),
+        initial_password: Mutex::new(initial_password),
+        config,
+        db,
+        clock,
+    });
+
+    let local = listener.local_addr().map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
+    let server = http::start(app.clone(), listener, shutdown.clone()).map_err(|e| FatalError(format!("Cannot start the HTTP server: {e}")))?;
+    log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());
+
+    shutdown.wait();
+    if !server.drain(SHUTDOWN_GRACE) {
+        log::warn!("Open connections did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
+    }
+    log::info!("Stopped");
+    Ok(())
+}
+
+/// Creates the administrator on first run. A generated password is shown on the
+/// terminal when there is one, and otherwise written to a 0600 file in the data
+/// directory: it never goes into a log line.
+fn bootstrap_admin(config: &ServerConfig, db: &Db, clock: &SharedClock) -> Result<Option<(i64, PathBuf)>, FatalError> {
+    let result = users::bootstrap_admin(db, &config.admin_username, config.admin_password.as_deref(), iso(clock.now()))
+        .map_err(|e| FatalError(format!("Cannot create the first-run administrator: {e:?}")))?;
+    match result {
+        Bootstrap::NotNeeded => Ok(None),
+        Bootstrap::Created { username } => {
+            log::info!("Created the first-run administrator \"{username}\" with the password from SVC_ADMIN_PASSWORD");
+            Ok(None)
+        }
+        Bootstrap::CreatedWithGenerated { username, password } => {
+            let id = users::find_by_username(db, &username).ok().flatten().map_or(-1, |u| u.id);
+            let path = config.data_dir.join("initial-admin-password");
+            fsutil::write_private_atomic(&path, format!("{password}\n").as_bytes())
+                .map_err(|e| FatalError(format!("Cannot write {}: {e}", path.display())))?;
+            log::warn!(
+                "Created the first-run administrator \"{username}\"; its password is in {} (mode 0600, removed when the password is changed). Change it after the first login.",
+                path.display()
+            );
+            if nix::unistd::isatty(std::io::stdout()).unwrap_or(false) {
+                println!("\n  First-run administrator: {username}\n  Password:                {password}\n");
+            }
+            Ok(Some((id, path)))
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! Where the server's time comes from.
+//!
+//! Domain code never reads the system clock itself: it asks a [`Clock`], so that
+//! tests can drive time (rate-limit windows, session lifetimes, and later the
+//! cluster confirmation windows and schedulers) without sleeping.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use parking_lot::Mutex;
+use std::sync::Arc;
+
+/// A source of wall-clock time.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The real clock.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A clock that only moves when a test moves it.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    now: Arc<Mutex<DateTime<Utc>>>,
+}
+
+impl ManualClock {
+    pub fn new(start: DateTime<Utc>) -> Self {
+        ManualClock { now: Arc::new(Mutex::new(start)) }
+    }
+
+    pub fn advance(&self, by: Duration) {
+        *self.now.lock() += by;
+    }
+
+    pub fn set(&self, to: DateTime<Utc>) {
+        *self.now.lock() = to;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.now.lock()
+    }
+}
+
+pub type SharedClock = Arc<dyn Clock>;
+
+/// ISO 8601 UTC with milliseconds, the form of every timestamp the API returns
+/// unless the spec names another (design.md).
+pub fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// `YYYY-MM-DD HH:MM:SS`, the form the spec gives for client rows.
+pub fn sql_timestamp(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn manual_clock_moves_only_when_told() {
+        let start = Utc.with_ymd_and_hms(2026, 11, 21, 8, 46, 0).unwrap();
+        let clock = ManualClock::new(start);
+        assert_eq!(clock.now(), start);
+        clock.advance(Duration::seconds(90));
+        assert_eq!(iso(clock.now()), "2026-11-21T08:47:30.000Z");
+        assert_eq!(sql_timestamp(clock.now()), "2026-11-21 08:47:30");
+    }
+}

@@ -1,0 +1,209 @@
+//! The SQLite database: one writer thread, read-only connections for readers.
+//!
+//! Invariant: only the `sqlite-writer` thread holds a read-write connection.
+//! Every write is a job on its channel; the writer runs whatever is waiting in one
+//! transaction (each job inside its own savepoint, so one failing job does not
+//! undo the others) and answers each caller after the commit.
+
+pub mod migrations;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use parking_lot::Mutex;
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::thread::JoinHandle;
+
+#[derive(Debug)]
+pub enum DbError {
+    Sqlite(rusqlite::Error),
+    /// The writer thread is gone (the server is stopping).
+    WriterGone,
+}
+
+impl std::fmt::Display for DbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DbError::Sqlite(e) => write!(f, "database error: {e}"),
+            DbError::WriterGone => write!(f, "database writer has stopped"),
+        }
+    }
+}
+
+impl std::error::Error for DbError {}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        DbError::Sqlite(e)
+    }
+}
+
+/// What the writer does with a job once the transaction committed or failed.
+type Completion = Box<dyn FnOnce(Result<(), String>) + Send>;
+/// A write: runs on the writer's connection (or, when no transaction could be
+/// begun, is told why without running) and says whether it succeeded.
+type WriteJob = Box<dyn FnOnce(Result<&Connection, String>) -> (bool, Completion) + Send>;
+
+/// Most jobs batched into one transaction.
+const MAX_BATCH: usize = 256;
+/// Read-only connections kept open for reuse.
+const READ_POOL: usize = 8;
+
+pub struct Db {
+    path: PathBuf,
+    writer: Sender<WriteJob>,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Db {
+    /// Opens (creating if needed) the database, applies migrations and starts the
+    /// writer thread.
+    pub fn open(path: &Path, now: &str) -> Result<(Db, JoinHandle<()>), OpenError> {
+        let mut conn = Connection::open(path).map_err(OpenError::Open)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA foreign_keys = ON;
+             PRAGMA busy_timeout = 5000;",
+        )
+        .map_err(OpenError::Open)?;
+        let applied = migrations::apply(&mut conn, now).map_err(OpenError::Migration)?;
+        for name in applied {
+            log::info!("Applied database migration {name}");
+        }
+        let (tx, rx) = unbounded::<WriteJob>();
+        let handle = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || run_writer(conn, rx))
+            .map_err(OpenError::Thread)?;
+        Ok((Db { path: path.to_owned(), writer: tx, readers: Mutex::new(Vec::new()) }, handle))
+    }
+
+    /// Runs `f` on the writer thread inside the current batch's transaction.
+    /// Returns after the transaction committed; a failed commit is an error.
+    pub fn write<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+    {
+        let (reply_tx, reply_rx) = bounded::<Result<T, E>>(1);
+        let job: WriteJob = Box::new(move |conn| {
+            let result = match conn {
+                Ok(conn) => f(conn),
+                Err(why) => Err(E::from(commit_error(why))),
+            };
+            let ok = result.is_ok();
+            let completion: Completion = Box::new(move |commit| {
+                let answer = match commit {
+                    Ok(()) => result,
+                    Err(why) => Err(E::from(commit_error(why))),
+                };
+                let _ = reply_tx.send(answer);
+            });
+            (ok, completion)
+        });
+        self.writer.send(job).map_err(|_| E::from(DbError::WriterGone))?;
+        reply_rx.recv().map_err(|_| E::from(DbError::WriterGone))?
+    }
+
+    /// Runs `f` on a read-only connection.
+    pub fn read<T, E, F>(&self, f: F) -> Result<T, E>
+    where
+        E: From<DbError>,
+        F: FnOnce(&Connection) -> Result<T, E>,
+    {
+        let conn = match self.readers.lock().pop() {
+            Some(c) => c,
+            None => self.open_reader().map_err(E::from)?,
+        };
+        let result = f(&conn);
+        let mut pool = self.readers.lock();
+        if pool.len() < READ_POOL {
+            pool.push(conn);
+        }
+        result
+    }
+
+    /// Whether the database file can be queried now, on a fresh connection (a pooled
+    /// one could answer from its cache after the file broke).
+    pub fn is_healthy(&self) -> bool {
+        self.open_reader()
+            .and_then(|c| {
+                c.query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get::<_, i64>(0))
+                    .map_err(DbError::from)
+            })
+            .is_ok()
+    }
+
+    fn open_reader(&self) -> Result<Connection, DbError> {
+        let conn = Connection::open_with_flags(
+            &self.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        Ok(conn)
+    }
+}
+
+fn commit_error(why: String) -> DbError {
+    DbError::Sqlite(rusqlite::Error::SqliteFailure(
+        rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
+        Some(why),
+    ))
+}
+
+#[derive(Debug)]
+pub enum OpenError {
+    Open(rusqlite::Error),
+    Migration(migrations::MigrationError),
+    Thread(std::io::Error),
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OpenError::Open(e) => write!(f, "cannot open the database: {e}"),
+            OpenError::Migration(e) => write!(f, "{e}"),
+            OpenError::Thread(e) => write!(f, "cannot start the database writer: {e}"),
+        }
+    }
+}
+
+fn run_writer(conn: Connection, inbox: Receiver<WriteJob>) {
+    while let Ok(first) = inbox.recv() {
+        let mut jobs = vec![first];
+        while jobs.len() < MAX_BATCH {
+            match inbox.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        let mut completions = Vec::with_capacity(jobs.len());
+        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
+            log::error!("Cannot begin a database transaction: {e}");
+            for job in jobs {
+                let (_, completion) = job(Err(e.to_string()));
+                completion(Err(e.to_string()));
+            }
+            continue;
+        }
+        for job in jobs {
+            let _ = conn.execute_batch("SAVEPOINT job");
+            let (ok, completion) = job(Ok(&conn));
+            if ok {
+                let _ = conn.execute_batch("RELEASE job");
+            } else {
+                let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
+            }
+            completions.push(completion);
+        }
+        let commit = conn.execute_batch("COMMIT").map_err(|e| {
+            log::error!("Database commit failed: {e}");
+            let _ = conn.execute_batch("ROLLBACK");
+            e.to_string()
+        });
+        for completion in completions {
+            completion(commit.clone());
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! The HTTP layer: tiny_http accepts, a pool of `http-worker` threads answers.
+//!
+//! Invariant: nothing outside `http` touches tiny_http. Handlers validate, call the
+//! domain modules and map their errors to status codes here; a panic in a handler
+//! becomes a 500 for that request only.
+
+pub mod api_auth;
+pub mod api_users;
+pub mod conns;
+pub mod request;
+pub mod response;
+pub mod validate;
+
+use crate::app::App;
+use crate::auth::{self, AuthFailure, Session};
+use crate::lifecycle::{self, Shutdown};
+use conns::{ConnTracker, IdlePolicy};
+use crossbeam_channel::{bounded, Receiver};
+use request::{ReadError, Req};
+use response::{ApiError, ApiResult, Resp};
+use serde_json::json;
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Threads answering requests. Handlers are short (the slowest is an Argon2 hash,
+/// ~15 ms of CPU), so a few per core keep both cores busy.
+const WORKERS: usize = 8;
+
+pub struct HttpServer {
+    workers: Vec<JoinHandle<()>>,
+    done: Receiver<()>,
+    _server: Arc<tiny_http::Server>,
+}
+
+pub fn start(app: Arc<App>, listener: TcpListener, shutdown: Shutdown) -> std::io::Result<HttpServer> {
+    let port = listener.local_addr()?.port();
+    // tiny_http's accept thread (and the connection threads it spawns) inherit the
+    // name of the thread that creates them; create it from one named for it.
+    let (server, accept_tid) = std::thread::Builder::new()
+        .name(conns::ACCEPT_THREAD.into())
+        .spawn(move || {
+            let me = nix::unistd::gettid().as_raw();
+            let server = tiny_http::Server::from_listener(listener, None);
+            let accept_tid = conns::tids_named(conns::ACCEPT_THREAD).into_iter().filter(|&t| t != me).min();
+            (server, accept_tid)
+        })?
+        .join()
+        .map_err(|_| std::io::Error::other("HTTP server start panicked"))?;
+    let server = Arc::new(server.map_err(|e| std::io::Error::other(e.to_string()))?);
+    let tracker = Arc::new(ConnTracker::new(port));
+
+    let (done_tx, done) = bounded(WORKERS);
+    let mut workers = Vec::new();
+    for i in 0..WORKERS {
+        let (server, app, tracker, shutdown, done_tx) = (server.clone(), app.clone(), tracker.clone(), shutdown.clone(), done_tx.clone());
+        workers.push(std::thread::Builder::new().name(format!("http-worker-{i}")).spawn(move || {
+            while !shutdown.is_set() {
+                match server.recv_timeout(Duration::from_millis(200)) {
+                    Ok(Some(rq)) => serve(&app, &tracker, rq),
+                    Ok(None) => {}
+                    Err(e) => {
+                        crate::fatal!("The HTTP listener failed: {e}");
+                        shutdown.trigger();
+                    }
+                }
+            }
+            let _ = done_tx.send(());
+        })?);
+    }
+
+    let reaper_shutdown = shutdown.clone();
+    std::thread::Builder::new().name("http-reaper".into()).spawn(move || {
+        let policy = IdlePolicy::default();
+        let mut pressed = false;
+        while !reaper_shutdown.wait_timeout(Duration::from_millis(500)) {
+            let (open, closed) = tracker.reap(&policy);
+            if open > policy.pressure_above && !pressed {
+                log::warn!("{open} open HTTP connections: closing idle ones after {:?}", policy.pressed);
+            }
+            pressed = open > policy.pressure_above;
+            if closed > 0 {
+                log::debug!("Closed {closed} idle HTTP connections of {open}");
+            }
+            conns::name_inherited_threads(accept_tid);
+        }
+    })?;
+    Ok(HttpServer { workers, done, _server: server })
+}
+
+impl HttpServer {
+    /// Waits up to `grace` for the workers to finish the requests they hold.
+    pub fn drain(self, grace: Duration) -> bool {
+        let deadline = Instant::now() + grace;
+        let mut finished = 0;
+        while finished < self.workers.len() {
+            match self.done.recv_deadline(deadline) {
+                Ok(()) => finished += 1,
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+}
+
+fn serve(app: &App, tracker: &ConnTracker, mut rq: tiny_http::Request) {
+    let peer = rq.remote_addr().copied();
+    let _busy = peer.map(|p| tracker.busy(p));
+    let resp = match lifecycle::contain_panics(|| handle(app, &mut rq)) {
+        Ok(Some(resp)) => resp,
+        Ok(None) => return,
+        Err(()) => ApiError::internal().into_resp(),
+    };
+    let hsts = app.config.security.hsts;
+    if let Err(e) = rq.respond(to_tiny(resp, hsts)) {
+        log::debug!("Could not send an answer: {e}");
+    }
+}
+
+fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
+    let req = match Req::read(rq, &app.config.security.trusted_proxies) {
+        Ok(req) => req,
+        Err(ReadError::TooLarge) => return Some(ApiError::new(413, "body: larger than 1 MiB").into_resp()),
+        Err(ReadError::Io(e)) => {
+            log::debug!("Could not read a request: {e}");
+            return None;
+        }
+    };
+    let result = route(app, &req);
+    let resp = result.unwrap_or_else(ApiError::into_resp);
+    if resp.status >= 500 {
+        log::warn!("{} {} answered {}", req.method, req.path, resp.status);
+    } else {
+        log::debug!("{} {} answered {}", req.method, req.path, resp.status);
+    }
+    Some(resp)
+}
+
+fn to_tiny(resp: Resp, hsts: bool) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+    let mut out = tiny_http::Response::from_data(resp.body).with_status_code(resp.status);
+    let mut add = |name: &str, value: &str| {
+        if let Ok(h) = tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()) {
+            out.add_header(h);
+        }
+    };
+    add("Content-Type", resp.content_type);
+    add("Cache-Control", "no-store");
+    add("X-Content-Type-Options", "nosniff");
+    if hsts {
+        add("Strict-Transport-Security", "max-age=15552000; includeSubDomains");
+    }
+    for (name, value) in &resp.headers {
+        add(name, value);
+    }
+    out
+}
+
+type Handler = fn(&App, &Req, &Session, &[&str]) -> ApiResult;
+
+/// The route table. Unknown paths under `/api` are 404 before any session check.
+fn route(app: &App, req: &Req) -> ApiResult {
+    let segments = req.segments();
+    let path: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match (req.method.as_str(), path.as_slice()) {
+        ("POST", ["api", "login"]) => api_auth::login(app, req),
+        ("POST", ["api", "auth", "logout"]) => api_auth::logout(app, req),
+        ("GET", ["api", "auth", "config"]) => api_auth::config(app),
+        ("GET", ["api", "auth", "login"]) => api_auth::oidc_login(app),
+        ("GET", ["api", "auth", "callback"]) => api_auth::oidc_callback(app, req),
+        ("GET", ["api", "health"]) => health(app),
+        ("GET", ["api", "v1", "ping"]) => Ok(Resp::ok(&json!({ "status": "ok" }))),
+        _ => {
+            let handler: Handler = match (req.method.as_str(), path.as_slice()) {
+                ("GET", ["api", "v1", "me"]) => api_auth::me,
+                ("GET", ["api", "v1", "users"]) => api_users::list,
+                ("POST", ["api", "v1", "users"]) => api_users::create,
+                ("PUT", ["api", "v1", "users", _]) => api_users::update,
+                ("DELETE", ["api", "v1", "users", _]) => api_users::delete,
+                _ => return Err(ApiError::not_found("Not found")),
+            };
+            let session = require_session(app, req)?;
+            handler(app, req, &session, &path)
+        }
+    }
+}
+
+fn require_session(app: &App, req: &Req) -> Result<Session, ApiError> {
+    match auth::authenticate(&app.db, &app.sessions, req.session_token(), app.clock.now()) {
+        Ok(s) => Ok(s),
+        Err(AuthFailure::Db(e)) => Err(e.into()),
+        Err(why) => {
+            log::debug!("Refused a session for {} {}: {why:?}", req.method, req.path);
+            Err(ApiError::unauthorized())
+        }
+    }
+}
+
+/// `GET /api/health`: whether the database can be queried. Agent connections are
+/// not consulted.
+fn health(app: &App) -> ApiResult {
+    if app.db.is_healthy() {
+        Ok(Resp::ok(&json!({ "status": "ok" })))
+    } else {
+        Ok(Resp::json(503, &json!({ "status": "error" })))
+    }
+}

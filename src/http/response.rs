@@ -1,0 +1,77 @@
+//! Answers: JSON bodies, the spec's `{error}` shape, extra headers.
+
+use serde::Serialize;
+
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub content_type: &'static str,
+}
+
+impl Resp {
+    pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Resp {
+        let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+        Resp { status, headers: Vec::new(), body, content_type: "application/json; charset=utf-8" }
+    }
+
+    pub fn ok<T: Serialize + ?Sized>(value: &T) -> Resp {
+        Resp::json(200, value)
+    }
+
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Resp {
+        self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+}
+
+/// An error answer: `{"error": message}` with its status.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: u16,
+    pub message: String,
+    pub headers: Vec<(String, String)>,
+}
+
+impl ApiError {
+    pub fn new(status: u16, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into(), headers: Vec::new() }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> ApiError {
+        ApiError::new(404, message)
+    }
+
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized")
+    }
+
+    pub fn internal() -> ApiError {
+        ApiError::new(500, "Internal server error")
+    }
+
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> ApiError {
+        self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+
+    pub fn into_resp(self) -> Resp {
+        let mut resp = Resp::json(self.status, &serde_json::json!({ "error": self.message }));
+        resp.headers = self.headers;
+        resp
+    }
+}
+
+impl From<crate::db::DbError> for ApiError {
+    fn from(e: crate::db::DbError) -> Self {
+        log::error!("{e}");
+        ApiError::internal()
+    }
+}
+
+pub type ApiResult = Result<Resp, ApiError>;

@@ -1,0 +1,133 @@
+//! Start, stop and failure policy of the process.
+//!
+//! - SIGINT/SIGTERM trigger [`Shutdown`] once; a second signal changes nothing.
+//! - A panic inside [`contain_panics`] (one request, later one WebSocket session)
+//!   is logged and answered there. Any other panic is an uncaught fatal error:
+//!   logged at fatal level, and the process exits with code 1 after 250 ms.
+
+use crossbeam_channel::{bounded, Receiver, Sender};
+use std::cell::Cell;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A one-way switch every long-lived thread watches.
+#[derive(Clone)]
+pub struct Shutdown {
+    flag: Arc<AtomicBool>,
+    // Dropping the only sender wakes every waiter at once.
+    wake_tx: Arc<parking_lot::Mutex<Option<Sender<()>>>>,
+    wake_rx: Receiver<()>,
+}
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Shutdown {
+    pub fn new() -> Self {
+        let (tx, rx) = bounded(0);
+        Shutdown { flag: Arc::new(AtomicBool::new(false)), wake_tx: Arc::new(parking_lot::Mutex::new(Some(tx))), wake_rx: rx }
+    }
+
+    /// Returns true the first time only.
+    pub fn trigger(&self) -> bool {
+        let first = !self.flag.swap(true, Ordering::SeqCst);
+        self.wake_tx.lock().take();
+        first
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps up to `timeout`; true when shutdown was triggered.
+    pub fn wait_timeout(&self, timeout: Duration) -> bool {
+        let _ = self.wake_rx.recv_timeout(timeout);
+        self.is_set()
+    }
+
+    pub fn wait(&self) {
+        while !self.is_set() {
+            let _ = self.wake_rx.recv();
+        }
+    }
+}
+
+/// Turns SIGINT and SIGTERM into a shutdown, on a thread named `signals`.
+pub fn handle_signals(shutdown: Shutdown) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+    std::thread::Builder::new().name("signals".into()).spawn(move || {
+        for signal in signals.forever() {
+            if shutdown.trigger() {
+                log::info!("Received signal {signal}: shutting down (open connections get 5 s)");
+            } else {
+                log::info!("Received signal {signal} again: already shutting down");
+            }
+        }
+    })?;
+    Ok(())
+}
+
+thread_local! {
+    static CONTAINED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`; a panic inside it is logged and returned as `Err` instead of ending
+/// the process.
+pub fn contain_panics<R>(f: impl FnOnce() -> R) -> Result<R, ()> {
+    let outer = CONTAINED.with(|c| c.replace(true));
+    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    CONTAINED.with(|c| c.set(outer));
+    result.map_err(|_| ())
+}
+
+/// Installs the panic policy described in the module docs.
+pub fn install_panic_hook() {
+    panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        let name = thread.name().unwrap_or("unnamed");
+        let location = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_owned());
+        if CONTAINED.with(Cell::get) {
+            log::error!("Thread {name} panicked{location}: {message} (contained; the server goes on)");
+        } else {
+            crate::fatal!("Uncaught panic in thread {name}{location}: {message}");
+            std::thread::sleep(Duration::from_millis(250));
+            std::process::exit(1);
+        }
+    }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shutdown_triggers_once_and_wakes_waiters() {
+        let s = Shutdown::new();
+        let waiter = {
+            let s = s.clone();
+            std::thread::spawn(move || s.wait_timeout(Duration::from_secs(30)))
+        };
+        assert!(s.trigger());
+        assert!(!s.trigger());
+        assert!(waiter.join().unwrap());
+    }
+
+    #[test]
+    fn contained_panic_is_an_error() {
+        install_panic_hook();
+        assert_eq!(contain_panics(|| 5), Ok(5));
+        assert_eq!(contain_panics(|| -> i32 { panic!("boom") }), Err(()));
+    }
+}
