@@ -1,0 +1,275 @@
+//! The notify FIFO watcher thread (`fifo-watch`): a trigger, nothing more.
+//!
+//! The FIFO is opened through `/proc/<keepalived pid>/root` for reading and writing, so
+//! the open neither blocks nor sees end-of-file while keepalived has it closed. Every 5 s
+//! the FIFO's inode and keepalived's PID are compared with the open one; a change means a
+//! reopen and one reading. The agent never creates the FIFO. A missing FIFO is logged
+//! once per streak and shown on the status page. What a line says is logged at debug
+//! level and otherwise ignored.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::keepalived;
+use crate::reader::{FifoState, SharedStatus, Trigger, TriggerSource};
+
+/// How often the FIFO's inode and keepalived's PID are checked.
+pub const CHECK_EVERY: Duration = Duration::from_secs(5);
+
+/// Whether the periodic check is due (never checked: due).
+pub fn check_due(last: Option<Instant>, now: Instant) -> bool {
+    last.is_none_or(|l| now.saturating_duration_since(l) >= CHECK_EVERY)
+}
+
+/// What the check decided, as a pure function of what is open and what was found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum CheckOutcome {
+    Keep,
+    /// (Re)open; `changed` says a FIFO was open or missing before (so one reading follows).
+    Open {
+        changed: bool,
+    },
+    Missing,
+}
+
+/// `open` is the (pid, inode) held now, `found` what the process table and file system
+/// show, `ever_opened` whether this watcher had a FIFO open before.
+pub fn decide(
+    open: Option<(u32, u64)>,
+    found: Option<(u32, u64)>,
+    ever_opened: bool,
+) -> CheckOutcome {
+    match (open, found) {
+        (_, None) => CheckOutcome::Missing,
+        (Some(o), Some(f)) if o == f => CheckOutcome::Keep,
+        (_, Some(_)) => CheckOutcome::Open {
+            changed: ever_opened,
+        },
+    }
+}
+
+pub struct FifoWatcher {
+    proc_dir: PathBuf,
+    /// The FIFO as keepalived sees it.
+    path: PathBuf,
+    trigger: Trigger,
+    status: SharedStatus,
+    stop: Arc<AtomicBool>,
+}
+
+pub struct FifoHandle {
+    stop: Arc<AtomicBool>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl FifoHandle {
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = self.thread.join();
+    }
+}
+
+pub fn spawn(
+    proc_dir: PathBuf,
+    path: PathBuf,
+    trigger: Trigger,
+    status: SharedStatus,
+) -> io::Result<FifoHandle> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let w = FifoWatcher {
+        proc_dir,
+        path,
+        trigger,
+        status,
+        stop: stop.clone(),
+    };
+    let thread = thread::Builder::new()
+        .name("fifo-watch".into())
+        .spawn(move || crate::lifecycle::guard("fifo-watch", || w.run()))?;
+    Ok(FifoHandle { stop, thread })
+}
+
+/// How long one wait for FIFO data lasts at most, so a stop request is seen quickly.
+const TICK: Duration = Duration::from_millis(250);
+
+impl FifoWatcher {
+    fn locate(&self) -> Option<(u32, u64, PathBuf)> {
+        let found = keepalived::find(&self.proc_dir).ok()??;
+        let p = self
+            .proc_dir
+            .join(found.parent.to_string())
+            .join("root")
+            .join(self.path.strip_prefix("/").unwrap_or(&self.path));
+        let meta = std::fs::metadata(&p).ok()?;
+        meta.file_type()
+            .is_fifo()
+            .then_some((found.parent, meta.ino(), p))
+    }
+
+    fn set_state(&self, s: FifoState) {
+        self.status.write().fifo = s;
+    }
+
+    fn run(self) {
+        let mut open: Option<(File, u32, u64)> = None;
+        let mut ever_opened = false;
+        let mut missing_logged = false;
+        let mut last_check: Option<Instant> = None;
+        let mut buf = [0u8; 4096];
+        let mut partial = Vec::new();
+        while !self.stop.load(Ordering::SeqCst) {
+            let now = Instant::now();
+            if check_due(last_check, now) {
+                last_check = Some(now);
+                let found = self.locate();
+                let held = open.as_ref().map(|(_, p, i)| (*p, *i));
+                match decide(held, found.as_ref().map(|(p, i, _)| (*p, *i)), ever_opened) {
+                    CheckOutcome::Keep => {}
+                    CheckOutcome::Missing => {
+                        open = None;
+                        self.set_state(FifoState::Missing);
+                        if !missing_logged {
+                            log::warn!(
+                                "Notify FIFO {} not found (keepalived not running or vrrp_notify_fifo not set); readings continue on the other triggers",
+                                self.path.display()
+                            );
+                            missing_logged = true;
+                        }
+                    }
+                    CheckOutcome::Open { changed } => {
+                        let Some((pid, ino, p)) = found else { continue };
+                        match OpenOptions::new()
+                            .read(true)
+                            .write(true)
+                            .custom_flags(nix::libc::O_NONBLOCK)
+                            .open(&p)
+                        {
+                            Ok(f) => {
+                                log::info!(
+                                    "Notify FIFO {} open (keepalived PID {pid})",
+                                    self.path.display()
+                                );
+                                open = Some((f, pid, ino));
+                                partial.clear();
+                                missing_logged = false;
+                                self.set_state(FifoState::Open);
+                                if changed {
+                                    self.trigger.fire(TriggerSource::Fifo);
+                                }
+                                ever_opened = true;
+                            }
+                            Err(e) => {
+                                open = None;
+                                self.set_state(FifoState::Missing);
+                                if !missing_logged {
+                                    log::warn!(
+                                        "Notify FIFO {} cannot be opened: {e}",
+                                        self.path.display()
+                                    );
+                                    missing_logged = true;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            let until_check = last_check.map_or(Duration::ZERO, |l| {
+                (l + CHECK_EVERY).saturating_duration_since(Instant::now())
+            });
+            let wait = until_check.min(TICK);
+            let Some((f, _, _)) = &mut open else {
+                thread::sleep(wait);
+                continue;
+            };
+            let ms = u16::try_from(wait.as_millis()).unwrap_or(u16::MAX);
+            let mut fds = [PollFd::new(f.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, PollTimeout::from(ms)) {
+                Ok(0) => continue,
+                Ok(_) => {}
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => {
+                    log::warn!("Notify FIFO poll failed: {e}; reopening");
+                    open = None;
+                    last_check = None;
+                    continue;
+                }
+            }
+            let mut got = false;
+            loop {
+                match f.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        got = true;
+                        partial.extend_from_slice(&buf[..n]);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        log::warn!("Notify FIFO read failed: {e}");
+                        break;
+                    }
+                }
+            }
+            if got {
+                while let Some(nl) = partial.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = partial.drain(..=nl).collect();
+                    log::debug!("notify FIFO: {}", String::from_utf8_lossy(&line).trim_end());
+                }
+                // A partial line stays for the next read; keep it bounded.
+                if partial.len() > 4096 {
+                    partial.clear();
+                }
+                self.trigger.fire(TriggerSource::Fifo);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_every_five_seconds() {
+        let t = Instant::now();
+        assert!(check_due(None, t));
+        assert!(!check_due(Some(t), t + Duration::from_millis(4999)));
+        assert!(check_due(Some(t), t + Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn reopen_on_inode_or_pid_change_only() {
+        assert_eq!(decide(None, None, false), CheckOutcome::Missing);
+        assert_eq!(
+            decide(None, Some((10, 7)), false),
+            CheckOutcome::Open { changed: false }
+        );
+        assert_eq!(
+            decide(Some((10, 7)), Some((10, 7)), true),
+            CheckOutcome::Keep
+        );
+        assert_eq!(
+            decide(Some((10, 7)), Some((10, 8)), true),
+            CheckOutcome::Open { changed: true }
+        );
+        assert_eq!(
+            decide(Some((10, 7)), Some((11, 7)), true),
+            CheckOutcome::Open { changed: true }
+        );
+        assert_eq!(decide(Some((10, 7)), None, true), CheckOutcome::Missing);
+        // Back after a missing streak: a change, so one reading.
+        assert_eq!(
+            decide(None, Some((12, 9)), true),
+            CheckOutcome::Open { changed: true }
+        );
+    }
+}

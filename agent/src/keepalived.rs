@@ -1,0 +1,476 @@
+//! Finding, signalling and reading keepalived ("How one reading is taken").
+//!
+//! Owns every contact with keepalived: the `/proc/*/comm` scan under `SVC_PROC_DIR`, the
+//! start-up check of the process table, the version read from the binary, the signals
+//! (only SIGUSR1, SIGUSR2 and the configured JSON signal are ever sent) and the wait for
+//! complete dump files, read through `/proc/<pid>/root`. Parsing is left to `parse`.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use vrrp_protocol::Reading;
+
+use crate::config::KeepalivedConfig;
+use crate::parse;
+
+/// keepalived's processes: the parent (which forwards signals) and all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    pub parent: u32,
+    pub all: Vec<u32>,
+}
+
+fn ppid_of(proc_dir: &Path, pid: u32) -> Option<u32> {
+    let stat = fs::read_to_string(proc_dir.join(pid.to_string()).join("stat")).ok()?;
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Scans the process table. An unreadable table is an error; no keepalived is `None`.
+pub fn find(proc_dir: &Path) -> io::Result<Option<Found>> {
+    let mut cands = Vec::new();
+    for entry in fs::read_dir(proc_dir)? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        match fs::read_to_string(entry.path().join("comm")) {
+            Ok(c) if c.trim_end() == "keepalived" => cands.push(pid),
+            _ => {}
+        }
+    }
+    cands.sort_unstable();
+    let parent = cands
+        .iter()
+        .copied()
+        .find(|p| ppid_of(proc_dir, *p).is_none_or(|pp| !cands.contains(&pp)));
+    Ok(parent.map(|parent| Found { parent, all: cands }))
+}
+
+/// The start-up check: one log line, at the spec's level.
+pub fn startup_check(proc_dir: &Path) -> (log::Level, String) {
+    match find(proc_dir) {
+        Err(e) => (
+            log::Level::Error,
+            format!(
+                "Cannot read the process table in {}: {e}",
+                proc_dir.display()
+            ),
+        ),
+        Ok(Some(f)) => (
+            log::Level::Info,
+            format!("Found keepalived, PID {}", f.parent),
+        ),
+        // PID 2 is the kernel thread daemon on a Linux host; a container's own PID
+        // namespace has no kernel threads.
+        Ok(None) => {
+            let kthreadd = fs::read_to_string(proc_dir.join("2").join("comm"))
+                .map(|c| c.trim_end() == "kthreadd")
+                .unwrap_or(false);
+            if kthreadd {
+                (
+                    log::Level::Warn,
+                    "No keepalived process is running on this host.".into(),
+                )
+            } else {
+                (
+                    log::Level::Warn,
+                    format!(
+                        "No keepalived process found, and {} is not the host's process table: start the agent with the host's PID namespace (for example --pid=host)",
+                        proc_dir.display()
+                    ),
+                )
+            }
+        }
+    }
+}
+
+/// Reads keepalived's version from its binary (`Keepalived v2.2.7 (01/16,2022)` → `2.2.7`)
+/// without running it.
+pub fn read_version(proc_dir: &Path, pid: u32) -> Option<String> {
+    let bytes = fs::read(proc_dir.join(pid.to_string()).join("exe")).ok()?;
+    version_in(&bytes)
+}
+
+pub fn version_in(bytes: &[u8]) -> Option<String> {
+    const NEEDLE: &[u8] = b"Keepalived v";
+    let mut from = 0;
+    while let Some(pos) = bytes[from..]
+        .windows(NEEDLE.len())
+        .position(|w| w == NEEDLE)
+    {
+        let start = from + pos + NEEDLE.len();
+        let v: String = bytes[start..]
+            .iter()
+            .take(32)
+            .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'+' | b'_'))
+            .map(|b| *b as char)
+            .collect();
+        if v.starts_with(|c: char| c.is_ascii_digit()) {
+            return Some(v);
+        }
+        from = start;
+    }
+    None
+}
+
+/// A file's identity: any change of inode, modification time or size means it was
+/// (re)written.
+type Stamp = (u64, SystemTime, u64);
+
+fn stamp(path: &Path) -> io::Result<Option<Stamp>> {
+    use std::os::unix::fs::MetadataExt;
+    match fs::metadata(path) {
+        Ok(m) => Ok(Some((m.ino(), m.modified()?, m.len()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether a keepalived process still has the dump (or its temporary file) open: keepalived
+/// creates the file before writing it, so a changed file is not yet a complete file.
+fn held_open(proc_dir: &Path, pids: &[u32], target: &Path) -> bool {
+    let target = target.as_os_str().to_string_lossy();
+    for pid in pids {
+        let Ok(fds) = fs::read_dir(proc_dir.join(pid.to_string()).join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if let Ok(link) = fs::read_link(fd.path()) {
+                if link
+                    .as_os_str()
+                    .to_string_lossy()
+                    .starts_with(target.as_ref())
+                {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// One dump the reading waits for.
+struct Dump {
+    signal: Signal,
+    /// Path as keepalived sees it (`/tmp/keepalived.data`).
+    inside: PathBuf,
+    /// The same file through `/proc/<pid>/root`.
+    through_root: PathBuf,
+    before: Option<Stamp>,
+    last_seen: Option<Stamp>,
+    done: bool,
+}
+
+fn capability_hint(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        " (the agent needs CAP_SYS_PTRACE to read files through /proc/<pid>/root)"
+    } else {
+        ""
+    }
+}
+
+fn now_iso() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Takes readings of keepalived. Owned by the reader thread; caches the version per PID.
+pub struct Prober {
+    cfg: KeepalivedConfig,
+    proc_dir: PathBuf,
+    version: Option<(u32, Option<String>)>,
+}
+
+impl Prober {
+    pub fn new(cfg: KeepalivedConfig, proc_dir: PathBuf) -> Prober {
+        Prober {
+            cfg,
+            proc_dir,
+            version: None,
+        }
+    }
+
+    fn version_of(&mut self, pid: u32) -> Option<String> {
+        match &self.version {
+            Some((p, v)) if *p == pid => v.clone(),
+            _ => {
+                let v = read_version(&self.proc_dir, pid);
+                self.version = Some((pid, v.clone()));
+                v
+            }
+        }
+    }
+
+    /// Takes one reading. Never fails: a problem is a reading with `error` set.
+    pub fn read(&mut self) -> Reading {
+        let found = match find(&self.proc_dir) {
+            Ok(f) => f,
+            Err(e) => {
+                return Reading {
+                    collected_at: now_iso(),
+                    running: false,
+                    error: Some(format!(
+                        "cannot read the process table in {}: {e}",
+                        self.proc_dir.display()
+                    )),
+                    ..Default::default()
+                }
+            }
+        };
+        let Some(found) = found else {
+            return Reading {
+                collected_at: now_iso(),
+                running: false,
+                ..Default::default()
+            };
+        };
+        let mut reading = Reading {
+            collected_at: String::new(),
+            running: true,
+            pid: Some(found.parent),
+            version: self.version_of(found.parent),
+            source: Some(
+                if self.cfg.json_signal.is_some() {
+                    "json"
+                } else {
+                    "data"
+                }
+                .into(),
+            ),
+            ..Default::default()
+        };
+        match self.take(&found) {
+            Ok(dump) => {
+                reading.instances = dump.instances;
+                reading.sync_groups = dump.sync_groups;
+            }
+            Err(TakeError::Gone) => {
+                reading.running = false;
+                reading.pid = None;
+                reading.version = None;
+                reading.source = None;
+            }
+            Err(TakeError::Failed(e)) => reading.error = Some(e),
+        }
+        reading.collected_at = now_iso();
+        reading
+    }
+
+    fn take(&self, found: &Found) -> Result<parse::ParsedDump, TakeError> {
+        let root = self.proc_dir.join(found.parent.to_string()).join("root");
+        let mk = |signal: Signal, inside: &Path| -> Result<Dump, TakeError> {
+            let through_root = root.join(inside.strip_prefix("/").unwrap_or(inside));
+            let before = stamp(&through_root).map_err(|e| {
+                TakeError::Failed(format!(
+                    "cannot read {}: {e}{}",
+                    through_root.display(),
+                    capability_hint(&e)
+                ))
+            })?;
+            Ok(Dump {
+                signal,
+                inside: inside.to_path_buf(),
+                through_root,
+                before,
+                last_seen: None,
+                done: false,
+            })
+        };
+        let mut dumps = match self.cfg.json_signal {
+            Some(n) => {
+                let sig = Signal::try_from(n).map_err(|_| {
+                    TakeError::Failed(format!("jsonSignal {n} is not a signal on this system"))
+                })?;
+                vec![mk(sig, &self.cfg.json_file)?]
+            }
+            None => vec![
+                mk(Signal::SIGUSR1, &self.cfg.data_file)?,
+                mk(Signal::SIGUSR2, &self.cfg.stats_file)?,
+            ],
+        };
+        let timeout = Duration::from_millis(self.cfg.dump_timeout_ms);
+        for attempt in 0..2 {
+            for d in dumps.iter().filter(|d| !d.done) {
+                if let Err(e) = kill(Pid::from_raw(found.parent as i32), d.signal) {
+                    return Err(match e {
+                        nix::errno::Errno::ESRCH => TakeError::Gone,
+                        nix::errno::Errno::EPERM => TakeError::Failed(format!(
+                            "cannot signal keepalived (PID {}): permission denied (the agent needs CAP_KILL)",
+                            found.parent
+                        )),
+                        e => TakeError::Failed(format!(
+                            "cannot signal keepalived (PID {}): {e}",
+                            found.parent
+                        )),
+                    });
+                }
+            }
+            if self.wait(found, &mut dumps, Instant::now() + timeout)? {
+                break;
+            }
+            if attempt == 1 {
+                let missing: Vec<_> = dumps
+                    .iter()
+                    .filter(|d| !d.done)
+                    .map(|d| d.inside.display().to_string())
+                    .collect();
+                return Err(TakeError::Failed(format!(
+                    "keepalived (PID {}) did not write {} within {} ms, twice",
+                    found.parent,
+                    missing.join(" and "),
+                    self.cfg.dump_timeout_ms
+                )));
+            }
+            log::debug!("dump did not arrive within {timeout:?}; signalling keepalived once more");
+        }
+        let read = |d: &Dump| {
+            fs::read(&d.through_root)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| {
+                    TakeError::Failed(format!(
+                        "cannot read {}: {e}{}",
+                        d.through_root.display(),
+                        capability_hint(&e)
+                    ))
+                })
+        };
+        let parse_err = |e: parse::ParseError| TakeError::Failed(e.0);
+        if self.cfg.json_signal.is_some() {
+            return parse::parse_json(&read(&dumps[0])?).map_err(parse_err);
+        }
+        let mut dump = parse::parse_data(&read(&dumps[0])?).map_err(parse_err)?;
+        match read(&dumps[1]).map(|t| parse::parse_stats(&t)) {
+            Ok(Ok(c)) => parse::attach_counters(&mut dump, &c),
+            Ok(Err(e)) => log::warn!("keepalived counters not read: {e}"),
+            Err(TakeError::Failed(e)) => log::warn!("keepalived counters not read: {e}"),
+            Err(TakeError::Gone) => {}
+        }
+        Ok(dump)
+    }
+
+    /// Waits until every dump is complete: changed since the signal, no longer held open by
+    /// keepalived, and the same on two looks in a row. Returns false on timeout.
+    fn wait(
+        &self,
+        found: &Found,
+        dumps: &mut [Dump],
+        deadline: Instant,
+    ) -> Result<bool, TakeError> {
+        let start = Instant::now();
+        loop {
+            for d in dumps.iter_mut().filter(|d| !d.done) {
+                let s = stamp(&d.through_root).map_err(|e| {
+                    TakeError::Failed(format!(
+                        "cannot read {}: {e}{}",
+                        d.through_root.display(),
+                        capability_hint(&e)
+                    ))
+                })?;
+                if s.is_none() || s == d.before {
+                    continue;
+                }
+                if held_open(&self.proc_dir, &found.all, &d.inside) {
+                    d.last_seen = None;
+                    continue;
+                }
+                if d.last_seen == s {
+                    d.done = true;
+                } else {
+                    d.last_seen = s;
+                }
+            }
+            if dumps.iter().all(|d| d.done) {
+                return Ok(true);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Ok(false);
+            }
+            if !Path::new(&self.proc_dir)
+                .join(found.parent.to_string())
+                .exists()
+            {
+                return Err(TakeError::Gone);
+            }
+            // Dumps take a few milliseconds: look often at first, then back off.
+            let tick = if now - start < Duration::from_millis(100) {
+                Duration::from_millis(1)
+            } else {
+                Duration::from_millis(10)
+            };
+            std::thread::sleep(tick.min(deadline - now));
+        }
+    }
+}
+
+enum TakeError {
+    /// keepalived went away during the reading.
+    Gone,
+    Failed(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_from_binary_bytes() {
+        let bytes = b"\0\0junk Keepalived v%s\0Keepalived v2.2.7 (01/16,2022)\0more";
+        assert_eq!(version_in(bytes).as_deref(), Some("2.2.7"));
+        assert_eq!(version_in(b"nothing here"), None);
+    }
+
+    #[test]
+    fn process_table_scan_and_startup_lines() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
+        let mkproc = |pid: u32, comm: &str, ppid: u32| {
+            let d = p.join(pid.to_string());
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join("comm"), format!("{comm}\n")).unwrap();
+            fs::write(d.join("stat"), format!("{pid} ({comm}) S {ppid} 1 1 0 -1")).unwrap();
+        };
+        mkproc(1, "init", 0);
+        assert_eq!(find(p).unwrap(), None);
+        let (lvl, line) = startup_check(p);
+        assert_eq!(lvl, log::Level::Warn);
+        assert!(
+            line.starts_with("No keepalived process found, and "),
+            "{line}"
+        );
+        mkproc(2, "kthreadd", 0);
+        assert_eq!(
+            startup_check(p).1,
+            "No keepalived process is running on this host."
+        );
+        mkproc(40, "keepalived", 30);
+        mkproc(30, "keepalived", 1);
+        mkproc(50, "keepalived", 30);
+        assert_eq!(
+            find(p).unwrap(),
+            Some(Found {
+                parent: 30,
+                all: vec![30, 40, 50]
+            })
+        );
+        assert_eq!(
+            startup_check(p),
+            (log::Level::Info, "Found keepalived, PID 30".into())
+        );
+        let (lvl, line) = startup_check(&p.join("missing"));
+        assert_eq!(lvl, log::Level::Error);
+        assert!(
+            line.starts_with("Cannot read the process table in "),
+            "{line}"
+        );
+    }
+}

@@ -1,0 +1,18 @@
+//! vrrp-agent: the host agent of vrrp-monitor.
+//!
+//! It finds keepalived, takes readings through signals and dump files, turns differences
+//! into activity events kept in a durable queue, and serves a small local web server.
+//! See `ARCHITECTURE-agent.md` for threads, channels and who owns what.
+
+pub mod config;
+pub mod datadir;
+pub mod events;
+pub mod fifo;
+pub mod keepalived;
+pub mod lifecycle;
+pub mod logging;
+pub mod parse;
+pub mod persist;
+pub mod queue;
+pub mod reader;
+pub mod web;

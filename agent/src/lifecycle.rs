@@ -1,0 +1,340 @@
+//! Start-up, shutdown and fatal errors.
+//!
+//! Order at start: configuration, data directory and identity, the local web server, then
+//! readings (the connection to the server comes after them in a later issue). SIGINT and
+//! SIGTERM stop the web server, flush the queue and exit 0. A thread that dies of a panic
+//! is a fatal error: logged at fatal level, pending writes flushed, exit 1 after 250 ms.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+use crate::config::{self, Config};
+use crate::datadir::{self, DataDir, Identity, IdentityLoad};
+use crate::logging;
+use crate::persist::{self, PersistHandle};
+use crate::queue::{ActivityQueue, Queue};
+use crate::reader::{self, FifoState, KeepalivedStatus};
+use crate::{fifo, keepalived, web};
+
+/// The agent mode, derived in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Unregistered,
+    Inbound,
+    Outbound,
+}
+
+impl Mode {
+    /// No identity: unregistered; identity and `serverUrl`: inbound; identity alone: outbound.
+    pub fn derive(has_identity: bool, has_server_url: bool) -> Mode {
+        match (has_identity, has_server_url) {
+            (false, _) => Mode::Unregistered,
+            (true, true) => Mode::Inbound,
+            (true, false) => Mode::Outbound,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Unregistered => "unregistered",
+            Mode::Inbound => "inbound",
+            Mode::Outbound => "outbound",
+        }
+    }
+}
+
+/// Set once persistence runs, so a fatal error can flush pending writes.
+static PERSIST: OnceLock<PersistHandle> = OnceLock::new();
+
+/// Runs a thread body; a panic escaping it is fatal for the process.
+pub fn guard<F: FnOnce()>(name: &str, f: F) {
+    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
+        fatal(&format!("thread {name} failed"));
+    }
+}
+
+/// Logs at fatal level, flushes pending writes, exits 1 after 250 ms.
+pub fn fatal(msg: &str) -> ! {
+    log::error!(target: logging::FATAL, "{msg}; exiting");
+    if let Some(p) = PERSIST.get() {
+        p.flush(Duration::from_secs(2));
+    }
+    std::thread::sleep(Duration::from_millis(250));
+    std::process::exit(1);
+}
+
+fn env_map() -> HashMap<String, String> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
+}
+
+fn agent_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn stamp() -> String {
+    chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ").to_string()
+}
+
+/// Stops the start with one log line. The logger may not exist yet.
+fn stop_start(msg: &str) -> i32 {
+    log::error!("{msg}");
+    1
+}
+
+/// The whole agent; returns the exit code.
+pub fn main() -> i32 {
+    let env = env_map();
+    let cfg_path = config::config_path(&env);
+    let file_text = match std::fs::read_to_string(&cfg_path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            logging::init(config::LogLevel::Info, config::LogFormat::Pretty);
+            return stop_start(&format!(
+                "{}: cannot read the config file: {e}",
+                cfg_path.display()
+            ));
+        }
+    };
+    let loaded = match config::load(&env, file_text.as_deref(), &agent_dir()) {
+        Ok(l) => l,
+        Err(e) => {
+            logging::init(e.log_level, e.log_format);
+            return stop_start(&format!("Invalid configuration: {}", e.message));
+        }
+    };
+    logging::init(loaded.config.log_level, loaded.config.log_format);
+    for w in &loaded.warnings {
+        log::warn!("{w}");
+    }
+    let config = Arc::new(loaded.config);
+    log::info!(
+        "vrrp-agent {} starting (config {}, data {})",
+        env!("CARGO_PKG_VERSION"),
+        config.config_path.display(),
+        config.data_dir.display()
+    );
+
+    let dir = match DataDir::open(&config.data_dir) {
+        Ok(d) => d,
+        Err(e) => {
+            return stop_start(&format!(
+                "Data directory {} cannot be used: {e}",
+                config.data_dir.display()
+            ))
+        }
+    };
+    let identity = load_identity(&dir, &config, file_text.as_deref());
+    let mode = Mode::derive(identity.is_some(), config.server_url.is_some());
+    log::info!("Agent mode: {}", mode.as_str());
+
+    // Queue and persistence first: every later part may produce events.
+    let queue_events = dir.load_queue().unwrap_or_else(|e| {
+        log::warn!("{e}");
+        Vec::new()
+    });
+    let baseline = dir.load_baseline().unwrap_or_else(|e| {
+        log::warn!("{e}");
+        None
+    });
+    let (ptx, prx) = persist::channel();
+    let queue = ActivityQueue::new(
+        Queue::from_events(queue_events, chrono::Utc::now()),
+        ptx.clone(),
+    );
+    if !queue.is_empty() {
+        log::info!(
+            "{} activity events waiting from before the restart",
+            queue.len()
+        );
+    }
+    let (persist, persist_thread) = match persist::spawn(dir.clone(), queue.clone(), ptx, prx) {
+        Ok(p) => p,
+        Err(e) => return stop_start(&format!("cannot start the persistence thread: {e}")),
+    };
+    let _ = PERSIST.set(persist.clone());
+
+    let status = Arc::new(RwLock::new(KeepalivedStatus {
+        fifo: if config.keepalived.notify_fifo.is_some() {
+            FifoState::Missing
+        } else {
+            FifoState::Off
+        },
+        ..Default::default()
+    }));
+
+    // The reader's channel exists before the web server so the notify endpoint can use
+    // it; the reader thread itself starts after the web server, as the spec orders.
+    let poll = (config.keepalived.poll_interval_secs > 0.0)
+        .then(|| Duration::from_secs_f64(config.keepalived.poll_interval_secs));
+    let prober = keepalived::Prober::new(config.keepalived.clone(), config.proc_dir.clone());
+    let (reader_tx, reader_rx) = crossbeam_channel::unbounded();
+    let trigger = reader::Trigger::from_sender(reader_tx.clone());
+
+    let routes = web::Routes::from_config(&config, mode);
+    let bind = routes.bind(&config);
+    let web = match &bind {
+        web::Bind::None(why) => {
+            log::info!("Web server not started: {why}");
+            None
+        }
+        bind => match web::start(
+            web::WebState {
+                routes: routes.clone(),
+                config: config.clone(),
+                mode,
+                has_auth_token: identity.is_some(),
+                status: status.clone(),
+                trigger: trigger.clone(),
+            },
+            bind,
+        ) {
+            Ok(Some(h)) => {
+                log::info!("Web server listening on http://{}", h.addr);
+                Some(h)
+            }
+            Ok(None) => None,
+            Err(e) => {
+                log::error!("Web server not started, continuing without it: {e}");
+                None
+            }
+        },
+    };
+
+    let (lvl, line) = keepalived::startup_check(&config.proc_dir);
+    log::log!(lvl, "{line}");
+
+    let reader = match reader::spawn_with(
+        reader_tx,
+        reader_rx,
+        prober,
+        baseline,
+        queue.clone(),
+        persist.clone(),
+        status.clone(),
+        poll,
+    ) {
+        Ok(r) => r,
+        Err(e) => return stop_start(&format!("cannot start the reader thread: {e}")),
+    };
+    let fifo = match &config.keepalived.notify_fifo {
+        Some(path) => match fifo::spawn(
+            config.proc_dir.clone(),
+            path.clone(),
+            trigger.clone(),
+            status.clone(),
+        ) {
+            Ok(h) => Some(h),
+            Err(e) => {
+                log::error!("cannot start the notify FIFO watcher: {e}");
+                None
+            }
+        },
+        None => None,
+    };
+
+    // Wait for SIGINT / SIGTERM on this (the main) thread.
+    let signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ]);
+    let mut signals = match signals {
+        Ok(s) => s,
+        Err(e) => fatal(&format!("cannot install signal handlers: {e}")),
+    };
+    let sig = signals.forever().next();
+    log::info!(
+        "Stopping on signal {}",
+        sig.map_or_else(|| "?".into(), |s| s.to_string())
+    );
+    // Reverse order of start: the web server first (as the spec says), then triggers,
+    // the reader, and last the writer, which flushes what is pending.
+    if let Some(w) = web {
+        w.stop();
+    }
+    if let Some(f) = fifo {
+        f.stop();
+    }
+    reader.stop();
+    if !persist.stop(Duration::from_secs(5)) {
+        log::error!("pending writes could not be flushed in time");
+    }
+    let _ = persist_thread.join();
+    log::info!("Stopped");
+    0
+}
+
+/// Loads identity.json, migrating an older config's pair first.
+fn load_identity(dir: &DataDir, config: &Config, file_text: Option<&str>) -> Option<Identity> {
+    let mut identity = match dir.load_identity(&stamp()) {
+        Ok(IdentityLoad::Found(i)) => Some(i),
+        Ok(IdentityLoad::Missing) => None,
+        Ok(IdentityLoad::Corrupt { moved_to, reason }) => {
+            log::error!(
+                "identity.json is damaged ({reason}); moved to {} and starting unregistered",
+                moved_to.display()
+            );
+            None
+        }
+        Err(e) => {
+            log::error!("identity.json cannot be read ({e}); starting unregistered");
+            None
+        }
+    };
+    if let (Some((client_id, token)), Some(text)) = (&config.legacy_identity, file_text) {
+        if identity.is_some() {
+            log::warn!(
+                "{} still holds clientId/authToken, but identity.json exists; the identity file wins and the config keys are left for you to remove",
+                config.config_path.display()
+            );
+        } else {
+            let id = Identity {
+                client_id: client_id.clone(),
+                auth_token: token.expose().to_string(),
+            };
+            match dir.save_identity(&id) {
+                Ok(()) => {
+                    match config::without_legacy_identity(text).map_err(std::io::Error::other)
+                        .and_then(|t| datadir::atomic_write(&config.config_path, t.as_bytes()))
+                    {
+                        Ok(()) => log::info!(
+                            "Migrated clientId/authToken from {} to identity.json",
+                            config.config_path.display()
+                        ),
+                        Err(e) => log::warn!(
+                            "identity migrated to identity.json, but clientId/authToken could not be removed from {}: {e}",
+                            config.config_path.display()
+                        ),
+                    }
+                    identity = Some(id);
+                }
+                Err(e) => log::error!(
+                    "cannot migrate clientId/authToken to identity.json ({e}); they stay in the config file"
+                ),
+            }
+        }
+    }
+    identity
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mode_is_derived_from_identity_and_server_url() {
+        assert_eq!(Mode::derive(false, true), Mode::Unregistered);
+        assert_eq!(Mode::derive(false, false), Mode::Unregistered);
+        assert_eq!(Mode::derive(true, true), Mode::Inbound);
+        assert_eq!(Mode::derive(true, false), Mode::Outbound);
+    }
+}

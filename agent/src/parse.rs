@@ -1,0 +1,451 @@
+//! Parsers for keepalived's dump files: the text state dump (`keepalived.data`), the
+//! counters dump (`keepalived.stats`) and the JSON dump (`keepalived.json`).
+//!
+//! Pure functions from text to wire types. Only the fields the spec lists are copied, one
+//! by one, so nothing else keepalived prints (its authentication password above all) can
+//! reach the wire. Unknown keys are skipped; a dump that is not a dump is an error, never a
+//! panic.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::Value;
+use vrrp_protocol::{SyncGroup, VrrpInstance, VrrpState};
+
+/// Why a dump could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Instances and sync groups of one dump.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedDump {
+    pub instances: Vec<VrrpInstance>,
+    pub sync_groups: Vec<SyncGroup>,
+}
+
+/// Counters per instance name.
+pub type Counters = BTreeMap<String, BTreeMap<String, u64>>;
+
+/// Formats keepalived's `seconds.micros` time stamp as ISO 8601 UTC with milliseconds.
+/// Zero and nonsense give `None` (keepalived prints 0 before the first transition).
+pub fn epoch_to_iso(secs: f64) -> Option<String> {
+    if !secs.is_finite() || secs <= 0.0 || secs > 1.0e11 {
+        return None;
+    }
+    let whole = secs.trunc() as i64;
+    let nanos = ((secs - secs.trunc()) * 1e9)
+        .round()
+        .clamp(0.0, 999_999_999.0) as u32;
+    DateTime::<Utc>::from_timestamp(whole, nanos)
+        .map(|t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+}
+
+/// `1 sec`, `1000 milli-sec`, `4000 milli-sec` → seconds.
+fn parse_advert_interval(v: &str) -> Option<f64> {
+    let mut it = v.split_whitespace();
+    let n: f64 = it.next()?.parse().ok()?;
+    let secs = match it.next() {
+        Some(u) if u.starts_with("milli") => n / 1000.0,
+        Some(u) if u.starts_with("micro") || u.starts_with("usec") => n / 1_000_000.0,
+        _ => n,
+    };
+    secs.is_finite().then_some(secs)
+}
+
+fn first_number<T: std::str::FromStr>(v: &str) -> Option<T> {
+    v.split_whitespace().next()?.parse().ok()
+}
+
+/// What an indented list under the current key collects.
+#[derive(Clone, Copy, PartialEq)]
+enum ListKind {
+    Vips,
+    Members,
+    Ignored,
+}
+
+#[derive(PartialEq)]
+enum Block {
+    None,
+    Instance,
+    Group,
+}
+
+/// Parses the text state dump (`keepalived.data`), any version from 1.3 to 2.2.
+///
+/// Blocks start at `VRRP Instance = NAME` and `VRRP Sync Group = NAME, STATE` and end at
+/// the next block or section header. Within an instance the first occurrence of a key
+/// wins: keepalived 1.3 prints a tracked script's own block (with its own `State`-like
+/// keys) in the middle of the instance.
+pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
+    let mut out = ParsedDump::default();
+    let mut saw_topology = false;
+    let mut block = Block::None;
+    let mut inst = VrrpInstance::default();
+    let mut seen_keys: Vec<&str> = Vec::new();
+    let mut group = SyncGroup::default();
+    let mut list: Option<(usize, ListKind)> = None;
+
+    fn finish(
+        block: &mut Block,
+        inst: &mut VrrpInstance,
+        group: &mut SyncGroup,
+        out: &mut ParsedDump,
+    ) {
+        match block {
+            Block::Instance => out.instances.push(std::mem::take(inst)),
+            Block::Group => out.sync_groups.push(std::mem::take(group)),
+            Block::None => {}
+        }
+        *block = Block::None;
+    }
+
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        if trimmed.starts_with("------<") {
+            finish(&mut block, &mut inst, &mut group, &mut out);
+            list = None;
+            if trimmed.contains("VRRP Topology") {
+                saw_topology = true;
+            }
+            continue;
+        }
+        if let Some(name) = trimmed.strip_prefix("VRRP Instance = ") {
+            finish(&mut block, &mut inst, &mut group, &mut out);
+            list = None;
+            block = Block::Instance;
+            seen_keys.clear();
+            inst.name = name.trim().to_string();
+            continue;
+        }
+        if let Some(rest) = trimmed.strip_prefix("VRRP Sync Group = ") {
+            finish(&mut block, &mut inst, &mut group, &mut out);
+            list = None;
+            block = Block::Group;
+            let mut parts = rest.splitn(2, ',');
+            group.name = parts.next().unwrap_or("").trim().to_string();
+            group.state = parts
+                .next()
+                .map_or(VrrpState::Unknown, VrrpState::from_word);
+            continue;
+        }
+        if let Some((list_indent, kind)) = list {
+            if indent > list_indent {
+                let item = trimmed.split_whitespace().next().unwrap_or("");
+                let item = item.trim_end_matches(',');
+                match (kind, &block) {
+                    (ListKind::Vips, Block::Instance) => inst.vips.push(item.to_string()),
+                    (ListKind::Members, Block::Group)
+                        if !group.instances.iter().any(|m| m == item) =>
+                    {
+                        group.instances.push(item.to_string())
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            list = None;
+        }
+        match block {
+            Block::Instance => {
+                // Lists: "Virtual IP (1):", "Virtual IP :", "Virtual IP = 1" (older).
+                if trimmed.starts_with("Virtual IP") && !trimmed.starts_with("Virtual IP Excluded")
+                {
+                    list = Some((indent, ListKind::Vips));
+                    continue;
+                }
+                let Some((key, value)) = trimmed.split_once(" = ") else {
+                    if trimmed.ends_with(':') {
+                        list = Some((indent, ListKind::Ignored));
+                    }
+                    continue;
+                };
+                let key = key.trim();
+                if seen_keys.contains(&key) {
+                    continue;
+                }
+                let value = value.trim();
+                match key {
+                    "State" => inst.state = VrrpState::from_word(value),
+                    "Wantstate" => inst.wanted_state = Some(VrrpState::from_word(value)),
+                    "Interface" | "Listening device" => inst.interface = Some(value.to_string()),
+                    "Virtual Router ID" => inst.vrid = first_number(value),
+                    "Priority" => inst.priority = first_number(value),
+                    "Effective priority" => inst.effective_priority = first_number(value),
+                    "Advert interval" => inst.advert_interval = parse_advert_interval(value),
+                    "Last transition" => {
+                        inst.last_transition = first_number::<f64>(value).and_then(epoch_to_iso)
+                    }
+                    "Sync group" => inst.sync_group = Some(value.to_string()),
+                    _ => continue,
+                }
+                // Only keys we took are remembered: 'seen_keys' borrows from 'text'.
+                seen_keys.push(key);
+            }
+            Block::Group => {
+                let lower = trimmed.to_ascii_lowercase();
+                if lower.contains("member instances") || lower.starts_with("monitor") {
+                    list = Some((indent, ListKind::Members));
+                } else if trimmed.ends_with(':') {
+                    list = Some((indent, ListKind::Ignored));
+                }
+            }
+            Block::None => {}
+        }
+    }
+    finish(&mut block, &mut inst, &mut group, &mut out);
+
+    if !saw_topology && out.instances.is_empty() {
+        return Err(ParseError(
+            "not a keepalived state dump (no VRRP Topology section)".into(),
+        ));
+    }
+    link_sync_groups(&mut out);
+    Ok(out)
+}
+
+/// Sync-group membership is printed in two places (each instance's `Sync group` and the
+/// group's member list); fill each side from the other.
+fn link_sync_groups(out: &mut ParsedDump) {
+    for g in &mut out.sync_groups {
+        for i in &out.instances {
+            if i.sync_group.as_deref() == Some(g.name.as_str()) && !g.instances.contains(&i.name) {
+                g.instances.push(i.name.clone());
+            }
+        }
+    }
+    for i in &mut out.instances {
+        if i.sync_group.is_none() {
+            if let Some(g) = out
+                .sync_groups
+                .iter()
+                .find(|g| g.instances.contains(&i.name))
+            {
+                i.sync_group = Some(g.name.clone());
+            }
+        }
+    }
+}
+
+/// `Packet Errors` → `packet_errors`.
+fn snake(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.trim().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('_') && !out.is_empty() {
+            out.push('_');
+        }
+    }
+    while out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+/// Parses the counters dump (`keepalived.stats`): `Key: value` lines under sub-headers,
+/// flattened to `header_key` (`Priority Zero:` / `Received: 0` → `priority_zero_received`).
+pub fn parse_stats(text: &str) -> Result<Counters, ParseError> {
+    let mut out = Counters::new();
+    let mut current: Option<String> = None;
+    let mut header: Option<(usize, String)> = None;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let indent = line.len() - line.trim_start().len();
+        if let Some(name) = trimmed.strip_prefix("VRRP Instance:") {
+            let name = name.trim().to_string();
+            out.entry(name.clone()).or_default();
+            current = Some(name);
+            header = None;
+            continue;
+        }
+        let Some(name) = &current else { continue };
+        let Some((key, value)) = trimmed.split_once(':') else {
+            continue;
+        };
+        let value = value.trim();
+        if let Some((h_indent, _)) = &header {
+            if indent <= *h_indent {
+                header = None;
+            }
+        }
+        if value.is_empty() {
+            header = Some((indent, snake(key)));
+            continue;
+        }
+        let Ok(n) = value.parse::<u64>() else {
+            continue;
+        };
+        let key = match &header {
+            Some((_, h)) => format!("{h}_{}", snake(key)),
+            None => snake(key),
+        };
+        if let Some(m) = out.get_mut(name) {
+            m.insert(key, n);
+        }
+    }
+    if out.is_empty() && !text.trim().is_empty() && !text.contains("VRRP Instance") {
+        return Err(ParseError(
+            "not a keepalived counters dump (no VRRP Instance)".into(),
+        ));
+    }
+    Ok(out)
+}
+
+/// keepalived's JSON counter names → the same flat keys the text dump gives.
+const JSON_COUNTERS: &[(&str, &str)] = &[
+    ("advert_rcvd", "advertisements_received"),
+    ("advert_sent", "advertisements_sent"),
+    ("become_master", "became_master"),
+    ("release_master", "released_master"),
+    ("packet_len_err", "packet_errors_length"),
+    ("ip_ttl_err", "packet_errors_ttl"),
+    ("invalid_type_rcvd", "packet_errors_invalid_type"),
+    (
+        "advert_interval_err",
+        "packet_errors_advertisement_interval",
+    ),
+    ("addr_list_err", "packet_errors_address_list"),
+    ("invalid_authtype", "authentication_errors_invalid_type"),
+    ("authtype_mismatch", "authentication_errors_type_mismatch"),
+    ("auth_failure", "authentication_errors_failure"),
+    ("pri_zero_rcvd", "priority_zero_received"),
+    ("pri_zero_sent", "priority_zero_sent"),
+];
+
+fn json_u32(v: &Value, key: &str) -> Option<u32> {
+    v.get(key)?.as_u64().and_then(|n| u32::try_from(n).ok())
+}
+
+fn json_str(v: &Value, key: &str) -> Option<String> {
+    v.get(key)?
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+fn json_state(v: &Value, key: &str) -> Option<VrrpState> {
+    let s = v.get(key)?;
+    Some(match s {
+        Value::Number(n) => n.as_i64().map_or(VrrpState::Unknown, VrrpState::from_code),
+        Value::String(w) => VrrpState::from_word(w),
+        _ => VrrpState::Unknown,
+    })
+}
+
+/// Parses the JSON dump: a top-level array (json_version 1) or `{"vrrp": [...]}`
+/// (json_version 2). The JSON carries its counters and no sync-group section.
+pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
+    let root: Value = serde_json::from_str(text)
+        .map_err(|e| ParseError(format!("keepalived JSON dump does not parse: {e}")))?;
+    let list = match &root {
+        Value::Array(a) => a,
+        Value::Object(o) => match o.get("vrrp") {
+            Some(Value::Array(a)) => a,
+            _ => return Err(ParseError("keepalived JSON dump has no vrrp list".into())),
+        },
+        _ => return Err(ParseError("keepalived JSON dump is not a list".into())),
+    };
+    let mut out = ParsedDump::default();
+    for entry in list {
+        let Some(data) = entry.get("data") else {
+            continue;
+        };
+        let Some(name) = json_str(data, "iname") else {
+            continue;
+        };
+        let stats = entry.get("stats").and_then(Value::as_object).map(|m| {
+            JSON_COUNTERS
+                .iter()
+                .filter_map(|(from, to)| m.get(*from)?.as_u64().map(|n| (to.to_string(), n)))
+                .collect::<BTreeMap<_, _>>()
+        });
+        out.instances.push(VrrpInstance {
+            name,
+            state: json_state(data, "state").unwrap_or_default(),
+            wanted_state: json_state(data, "wantstate"),
+            interface: json_str(data, "ifp_ifname"),
+            vrid: json_u32(data, "vrid"),
+            priority: json_u32(data, "base_priority"),
+            effective_priority: json_u32(data, "effective_priority"),
+            advert_interval: data.get("adver_int").and_then(Value::as_f64),
+            vips: data
+                .get("vips")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str()?.split_whitespace().next())
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            sync_group: json_str(data, "sync_group"),
+            last_transition: data
+                .get("last_transition")
+                .and_then(Value::as_f64)
+                .and_then(epoch_to_iso),
+            stats,
+        });
+    }
+    Ok(out)
+}
+
+/// Attaches counters to the instances of the same name.
+pub fn attach_counters(dump: &mut ParsedDump, counters: &Counters) {
+    for i in &mut dump.instances {
+        i.stats = counters.get(&i.name).cloned();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advert_interval_units() {
+        assert_eq!(parse_advert_interval("1 sec"), Some(1.0));
+        assert_eq!(parse_advert_interval("1000 milli-sec"), Some(1.0));
+        assert_eq!(parse_advert_interval("250 milli-sec"), Some(0.25));
+        assert_eq!(parse_advert_interval("x"), None);
+    }
+
+    #[test]
+    fn epoch_formatting() {
+        assert_eq!(
+            epoch_to_iso(1795252638.973332).as_deref(),
+            Some("2026-11-21T09:17:18.973Z")
+        );
+        assert_eq!(epoch_to_iso(0.0), None);
+        assert_eq!(epoch_to_iso(f64::NAN), None);
+    }
+
+    #[test]
+    fn snake_keys() {
+        assert_eq!(snake("Packet Errors"), "packet_errors");
+        assert_eq!(snake("Advertisement Interval"), "advertisement_interval");
+    }
+
+    #[test]
+    fn not_a_dump_is_an_error() {
+        assert!(parse_data("hello\nworld\n").is_err());
+        assert!(parse_data("").is_err());
+        assert!(parse_json("[1,").is_err());
+        assert!(parse_stats("garbage: here\n").is_err());
+    }
+}

@@ -1,0 +1,149 @@
+//! The persistence thread (`persist`): writes queue.json and keepalived-last.json.
+//!
+//! Writes are coalesced over one second. Invariant: the baseline on disk is never newer
+//! than the queue on disk. Both are written in the same flush, the queue first, so after a
+//! `kill -9` the agent either finds the events in queue.json or finds the older baseline
+//! and derives the same events (same ids) again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::Mutex;
+
+use crate::datadir::DataDir;
+use crate::events::Baseline;
+use crate::queue::{ActivityQueue, PersistMsg, WriteCoalescer};
+
+/// Handle to the persistence thread.
+#[derive(Clone)]
+pub struct PersistHandle {
+    tx: Sender<PersistMsg>,
+    baseline: Arc<Mutex<Option<Baseline>>>,
+    baseline_dirty: Arc<AtomicBool>,
+}
+
+impl PersistHandle {
+    /// Hands over the newest baseline; it is written with the next flush.
+    pub fn set_baseline(&self, b: Baseline) {
+        *self.baseline.lock() = Some(b);
+        self.baseline_dirty.store(true, Ordering::SeqCst);
+        let _ = self.tx.send(PersistMsg::BaselineDirty);
+    }
+
+    /// Writes everything pending now and waits (bounded) until it is on disk.
+    pub fn flush(&self, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx.send(PersistMsg::Flush(tx)).is_ok() && rx.recv_timeout(timeout).is_ok()
+    }
+
+    /// Flushes and stops the thread.
+    pub fn stop(&self, timeout: Duration) -> bool {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx.send(PersistMsg::Stop(tx)).is_ok() && rx.recv_timeout(timeout).is_ok()
+    }
+}
+
+/// Creates the channel first, because the queue handle needs its sender before the
+/// thread (which needs the queue) can start.
+pub fn channel() -> (Sender<PersistMsg>, Receiver<PersistMsg>) {
+    crossbeam_channel::unbounded()
+}
+
+pub fn spawn(
+    dir: DataDir,
+    queue: ActivityQueue,
+    tx: Sender<PersistMsg>,
+    rx: Receiver<PersistMsg>,
+) -> std::io::Result<(PersistHandle, thread::JoinHandle<()>)> {
+    let handle = PersistHandle {
+        tx,
+        baseline: Arc::new(Mutex::new(None)),
+        baseline_dirty: Arc::new(AtomicBool::new(false)),
+    };
+    let writer = Writer {
+        dir,
+        queue,
+        handle: handle.clone(),
+        queue_dirty: false,
+        coalescer: WriteCoalescer::default(),
+    };
+    let join = thread::Builder::new()
+        .name("persist".into())
+        .spawn(move || crate::lifecycle::guard("persist", || writer.run(rx)))?;
+    Ok((handle, join))
+}
+
+struct Writer {
+    dir: DataDir,
+    queue: ActivityQueue,
+    handle: PersistHandle,
+    queue_dirty: bool,
+    coalescer: WriteCoalescer,
+}
+
+impl Writer {
+    fn run(mut self, rx: Receiver<PersistMsg>) {
+        loop {
+            let msg = match self.coalescer.due_in(Instant::now()) {
+                Some(wait) => match rx.recv_timeout(wait) {
+                    Ok(m) => Some(m),
+                    Err(RecvTimeoutError::Timeout) => None,
+                    Err(RecvTimeoutError::Disconnected) => {
+                        self.write();
+                        return;
+                    }
+                },
+                None => match rx.recv() {
+                    Ok(m) => Some(m),
+                    Err(_) => return,
+                },
+            };
+            match msg {
+                None => self.write(),
+                Some(PersistMsg::Dirty) => {
+                    self.queue_dirty = true;
+                    self.coalescer.mark_dirty(Instant::now());
+                }
+                Some(PersistMsg::BaselineDirty) => self.coalescer.mark_dirty(Instant::now()),
+                Some(PersistMsg::Flush(reply)) => {
+                    self.queue_dirty = true;
+                    self.write();
+                    let _ = reply.send(());
+                }
+                Some(PersistMsg::Stop(reply)) => {
+                    self.queue_dirty = true;
+                    self.write();
+                    let _ = reply.send(());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn write(&mut self) {
+        self.coalescer.written();
+        if std::mem::take(&mut self.queue_dirty) {
+            let events = self.queue.snapshot();
+            if let Err(e) = self.dir.save_queue(&events) {
+                // Keep the baseline back too, so nothing is lost: retry within a second.
+                log::error!("cannot write the activity queue: {e}");
+                self.queue_dirty = true;
+                self.coalescer.mark_dirty(Instant::now());
+                return;
+            }
+        }
+        if self.handle.baseline_dirty.swap(false, Ordering::SeqCst) {
+            let b = self.handle.baseline.lock().clone();
+            if let Some(b) = b {
+                if let Err(e) = self.dir.save_baseline(&b) {
+                    log::error!("cannot write the last reading: {e}");
+                    self.handle.baseline_dirty.store(true, Ordering::SeqCst);
+                    self.coalescer.mark_dirty(Instant::now());
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! The reader thread: owns keepalived access, the change-detection baseline and the poll
+//! timer. Every trigger (timer, FIFO, notify endpoint, start, later the connection) is a
+//! message on one channel; triggers that arrive while a reading is in flight coalesce into
+//! exactly one further reading.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use parking_lot::RwLock;
+use vrrp_protocol::{Reading, VrrpState};
+
+use crate::events::{self, Baseline};
+use crate::keepalived::Prober;
+use crate::persist::PersistHandle;
+use crate::queue::ActivityQueue;
+
+/// Why a reading is asked for (logged at debug level).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TriggerSource {
+    Start,
+    Poll,
+    Fifo,
+    Endpoint,
+    Connection,
+    ServerRequest,
+}
+
+/// Messages to the reader.
+pub enum ReaderMsg {
+    /// Take a reading; the reply (if any) gets the reading that served this trigger.
+    Read {
+        source: TriggerSource,
+        reply: Option<Sender<Arc<Reading>>>,
+    },
+    Stop,
+}
+
+/// The "take a reading now" interface other parts of the agent use.
+#[derive(Clone)]
+pub struct Trigger {
+    tx: Sender<ReaderMsg>,
+}
+
+impl Trigger {
+    pub fn from_sender(tx: Sender<ReaderMsg>) -> Trigger {
+        Trigger { tx }
+    }
+
+    pub fn fire(&self, source: TriggerSource) {
+        let _ = self.tx.send(ReaderMsg::Read {
+            source,
+            reply: None,
+        });
+    }
+
+    /// Asks for a reading and waits for it (REQUEST_STATE_UPDATE, connect).
+    pub fn read_now(&self, source: TriggerSource, timeout: Duration) -> Option<Arc<Reading>> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.tx
+            .send(ReaderMsg::Read {
+                source,
+                reply: Some(tx),
+            })
+            .ok()?;
+        rx.recv_timeout(timeout).ok()
+    }
+}
+
+/// What the status routes show about keepalived: the last reading and the triggers.
+#[derive(Debug, Default)]
+pub struct KeepalivedStatus {
+    pub last: Option<Arc<Reading>>,
+    pub readings: u64,
+    pub fifo: FifoState,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum FifoState {
+    #[default]
+    Off,
+    Open,
+    Missing,
+}
+
+impl FifoState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FifoState::Off => "off",
+            FifoState::Open => "open",
+            FifoState::Missing => "missing",
+        }
+    }
+}
+
+pub type SharedStatus = Arc<RwLock<KeepalivedStatus>>;
+
+/// When the next timed reading is due: `interval` after the start of the last reading;
+/// `None` when the timer is off.
+pub fn next_poll(last_start: Instant, interval: Option<Duration>) -> Option<Instant> {
+    interval.map(|i| last_start + i)
+}
+
+pub struct ReaderHandle {
+    pub trigger: Trigger,
+    tx: Sender<ReaderMsg>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl ReaderHandle {
+    pub fn stop(self) {
+        let _ = self.tx.send(ReaderMsg::Stop);
+        let _ = self.thread.join();
+    }
+}
+
+struct Reader {
+    prober: Prober,
+    baseline: Option<Baseline>,
+    queue: ActivityQueue,
+    persist: PersistHandle,
+    status: SharedStatus,
+    poll: Option<Duration>,
+}
+
+/// Starts the reader thread on a channel made beforehand (the web server's notify
+/// endpoint needs the sender before the reader starts). A first reading is taken at once.
+#[allow(clippy::too_many_arguments)]
+pub fn spawn_with(
+    tx: Sender<ReaderMsg>,
+    rx: Receiver<ReaderMsg>,
+    prober: Prober,
+    baseline: Option<Baseline>,
+    queue: ActivityQueue,
+    persist: PersistHandle,
+    status: SharedStatus,
+    poll: Option<Duration>,
+) -> std::io::Result<ReaderHandle> {
+    let reader = Reader {
+        prober,
+        baseline,
+        queue,
+        persist,
+        status,
+        poll,
+    };
+    let thread = thread::Builder::new()
+        .name("ka-reader".into())
+        .spawn(move || crate::lifecycle::guard("ka-reader", || reader.run(rx)))?;
+    let trigger = Trigger { tx: tx.clone() };
+    trigger.fire(TriggerSource::Start);
+    Ok(ReaderHandle {
+        trigger,
+        tx,
+        thread,
+    })
+}
+
+impl Reader {
+    fn run(mut self, rx: Receiver<ReaderMsg>) {
+        let mut last_start = Instant::now();
+        loop {
+            let msg = match next_poll(last_start, self.poll) {
+                Some(at) => match rx.recv_deadline(at) {
+                    Ok(m) => m,
+                    Err(RecvTimeoutError::Timeout) => ReaderMsg::Read {
+                        source: TriggerSource::Poll,
+                        reply: None,
+                    },
+                    Err(RecvTimeoutError::Disconnected) => return,
+                },
+                None => match rx.recv() {
+                    Ok(m) => m,
+                    Err(_) => return,
+                },
+            };
+            let mut replies = Vec::new();
+            let mut sources = Vec::new();
+            let mut stop = false;
+            // Coalesce: this message plus everything already waiting is one reading.
+            for m in std::iter::once(msg).chain(rx.try_iter()) {
+                match m {
+                    ReaderMsg::Read { source, reply } => {
+                        sources.push(source);
+                        replies.extend(reply);
+                    }
+                    ReaderMsg::Stop => stop = true,
+                }
+            }
+            if stop {
+                return;
+            }
+            log::debug!("reading keepalived (triggers: {sources:?})");
+            last_start = Instant::now();
+            let reading = Arc::new(self.read_once());
+            for r in replies {
+                let _ = r.send(reading.clone());
+            }
+        }
+    }
+
+    fn read_once(&mut self) -> Reading {
+        let t0 = Instant::now();
+        let reading = self.prober.read();
+        let took = t0.elapsed();
+        let (evs, baseline) = events::detect(self.baseline.as_ref(), &reading);
+        for e in &evs {
+            log::info!(
+                "activity {} ({}) {}",
+                e.kind,
+                e.level.as_str(),
+                serde_json::Value::Object(e.data.clone())
+            );
+        }
+        if let Some(err) = &reading.error {
+            if evs.iter().any(|e| e.kind == events::KEEPALIVED_UNREADABLE) {
+                log::error!("keepalived could not be read: {err}");
+            }
+        }
+        self.queue.push(evs);
+        // The baseline goes to disk with (never before) the queue: see persist.rs.
+        self.persist.set_baseline(baseline.clone());
+        self.baseline = Some(baseline);
+        let masters = reading
+            .instances
+            .iter()
+            .filter(|i| i.state == VrrpState::Master)
+            .count();
+        log::debug!(
+            "reading took {:.1} ms: running={} instances={} master={} error={:?}",
+            took.as_secs_f64() * 1000.0,
+            reading.running,
+            reading.instances.len(),
+            masters,
+            reading.error
+        );
+        let mut st = self.status.write();
+        st.last = Some(Arc::new(reading.clone()));
+        st.readings += 1;
+        reading
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poll_timer_is_interval_after_last_start_or_off() {
+        let t = Instant::now();
+        assert_eq!(
+            next_poll(t, Some(Duration::from_secs(5))),
+            Some(t + Duration::from_secs(5))
+        );
+        assert_eq!(next_poll(t, None), None);
+    }
+}

@@ -1,0 +1,351 @@
+//! The local web server (tiny_http): status routes, the `/status` page, the notify
+//! endpoint and the container health route.
+//!
+//! Routes are fixed at start from the config (`Routes`). Handlers are plain functions of
+//! (request, shared state) → response; nothing outside this module imports tiny_http. A
+//! panic in a handler becomes a 500 for that request only.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::thread;
+
+use serde_json::{json, Value};
+use tiny_http::{Header, Method, Request, Response, Server, StatusCode};
+use vrrp_protocol::VrrpState;
+
+use crate::config::{Config, Secret};
+use crate::lifecycle::Mode;
+use crate::reader::{SharedStatus, Trigger, TriggerSource};
+
+/// Notify endpoint body limit.
+pub const MAX_NOTIFY_BODY: usize = 1024;
+
+const STATUS_PAGE: &str = include_str!("../static/status.html");
+
+/// Which routes exist, decided once at start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Routes {
+    pub status_page: bool,
+    pub notify: bool,
+    pub health: bool,
+    /// Outbound mode (`/ws/*`, served by the connection work of a later issue).
+    pub outbound: bool,
+}
+
+/// Where to listen, or why not at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    All(u16),
+    LoopbackOnly(u16),
+    None(&'static str),
+}
+
+impl Routes {
+    pub fn from_config(cfg: &Config, mode: Mode) -> Routes {
+        Routes {
+            status_page: cfg.enable_status_page,
+            notify: cfg.keepalived.notify_token.is_some(),
+            health: cfg.container,
+            outbound: cfg.server_url.is_none() && mode != Mode::Inbound,
+        }
+    }
+
+    /// With no page, no notify endpoint and no outbound mode, only the container's health
+    /// route would remain: loopback in the container, nothing at all outside it.
+    pub fn bind(&self, cfg: &Config) -> Bind {
+        // The register page is another issue's work; while it is absent it does not keep
+        // the server up on its own.
+        if self.status_page || self.notify || self.outbound {
+            Bind::All(cfg.listen_port)
+        } else if self.health {
+            Bind::LoopbackOnly(cfg.listen_port)
+        } else {
+            Bind::None("no status page, no notify endpoint and no outbound mode")
+        }
+    }
+}
+
+/// Everything handlers read.
+pub struct WebState {
+    pub routes: Routes,
+    pub config: Arc<Config>,
+    pub mode: Mode,
+    pub has_auth_token: bool,
+    pub status: SharedStatus,
+    pub trigger: Trigger,
+}
+
+pub struct WebHandle {
+    server: Arc<Server>,
+    workers: Vec<thread::JoinHandle<()>>,
+    pub addr: SocketAddr,
+}
+
+impl WebHandle {
+    /// Stops accepting and waits for the workers.
+    pub fn stop(self) {
+        for _ in &self.workers {
+            self.server.unblock();
+        }
+        for w in self.workers {
+            let _ = w.join();
+        }
+    }
+}
+
+/// Starts the server. A failed listen is returned to the caller, which logs it and goes on.
+pub fn start(state: WebState, bind: &Bind) -> Result<Option<WebHandle>, String> {
+    let addr: SocketAddr = match bind {
+        Bind::All(p) => SocketAddr::from(([0, 0, 0, 0], *p)),
+        Bind::LoopbackOnly(p) => SocketAddr::from(([127, 0, 0, 1], *p)),
+        Bind::None(_) => return Ok(None),
+    };
+    let server = Arc::new(Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?);
+    let addr = server.server_addr().to_ip().unwrap_or(addr);
+    let state = Arc::new(state);
+    let mut workers = Vec::new();
+    for i in 0..2 {
+        let server = server.clone();
+        let state = state.clone();
+        let w = thread::Builder::new()
+            .name(format!("http-worker-{i}"))
+            .spawn(move || {
+                crate::lifecycle::guard("http-worker", || {
+                    while let Ok(req) = server.recv() {
+                        serve(&state, req);
+                    }
+                })
+            })
+            .map_err(|e| format!("cannot start the web server threads: {e}"))?;
+        workers.push(w);
+    }
+    Ok(Some(WebHandle {
+        server,
+        workers,
+        addr,
+    }))
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("static header is valid")
+}
+
+/// A response not yet bound to a request.
+pub struct Reply {
+    pub status: u16,
+    pub body: Vec<u8>,
+    pub content_type: &'static str,
+    pub location: Option<&'static str>,
+    /// Work to do after the answer went out (the notify endpoint's reading).
+    pub after: Option<TriggerSource>,
+}
+
+impl Reply {
+    fn json(status: u16, v: Value) -> Reply {
+        Reply {
+            status,
+            body: v.to_string().into_bytes(),
+            content_type: "application/json",
+            location: None,
+            after: None,
+        }
+    }
+    fn error(status: u16, msg: &str) -> Reply {
+        Reply::json(status, json!({ "error": msg }))
+    }
+    fn not_found() -> Reply {
+        Reply::error(404, "Not found")
+    }
+    fn redirect(to: &'static str) -> Reply {
+        Reply {
+            status: 302,
+            body: Vec::new(),
+            content_type: "text/plain",
+            location: Some(to),
+            after: None,
+        }
+    }
+}
+
+fn serve(state: &WebState, mut req: Request) {
+    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| route(state, &mut req)))
+        .unwrap_or_else(|_| {
+            log::error!("request handler failed: {} {}", req.method(), req.url());
+            Reply::error(500, "Internal error")
+        });
+    let mut resp = Response::from_data(reply.body)
+        .with_status_code(StatusCode(reply.status))
+        .with_header(header("Content-Type", reply.content_type))
+        .with_header(header("Cache-Control", "no-store"));
+    if let Some(loc) = reply.location {
+        resp = resp.with_header(header("Location", loc));
+    }
+    if let Err(e) = req.respond(resp) {
+        log::debug!("response not delivered: {e}");
+    }
+    if let Some(src) = reply.after {
+        state.trigger.fire(src);
+    }
+}
+
+fn route(state: &WebState, req: &mut Request) -> Reply {
+    let path = req.url().split('?').next().unwrap_or("").to_string();
+    let method = req.method().clone();
+    let r = &state.routes;
+    match (&method, path.as_str()) {
+        (Method::Get, "/") if r.status_page => Reply::redirect("/status"),
+        (Method::Get, "/status") if r.status_page => Reply {
+            status: 200,
+            body: STATUS_PAGE.as_bytes().to_vec(),
+            content_type: "text/html; charset=utf-8",
+            location: None,
+            after: None,
+        },
+        (Method::Get, "/api/status/keepalived") if r.status_page => {
+            Reply::json(200, keepalived_summary(state))
+        }
+        (Method::Get, "/api/status/connection") if r.status_page => {
+            Reply::json(200, json!({ "connected": false }))
+        }
+        (Method::Get, "/api/status/config") if r.status_page => {
+            Reply::json(200, config_summary(state))
+        }
+        (Method::Get, "/api/status/auth") if r.status_page => Reply::json(
+            200,
+            json!({ "hasAuthToken": state.has_auth_token, "statusPage": r.status_page }),
+        ),
+        (Method::Post, "/api/keepalived/notify") if r.notify => notify(state, req),
+        (Method::Get, "/api/health") if r.health && is_loopback(req.remote_addr()) => {
+            Reply::json(200, json!({ "status": "ok" }))
+        }
+        _ => Reply::not_found(),
+    }
+}
+
+fn is_loopback(addr: Option<&SocketAddr>) -> bool {
+    match addr.map(|a| a.ip()) {
+        Some(IpAddr::V4(a)) => a.is_loopback(),
+        Some(IpAddr::V6(a)) => {
+            a.is_loopback() || a.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        None => false,
+    }
+}
+
+/// Compares in constant time (for equal lengths; the length is not secret).
+pub fn secret_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn bearer_ok(req: &Request, token: &Secret) -> bool {
+    req.headers()
+        .iter()
+        .find(|h| h.field.equiv("Authorization"))
+        .and_then(|h| h.value.as_str().strip_prefix("Bearer "))
+        .is_some_and(|t| secret_eq(t.trim().as_bytes(), token.expose().as_bytes()))
+}
+
+fn notify(state: &WebState, req: &mut Request) -> Reply {
+    let Some(token) = &state.config.keepalived.notify_token else {
+        return Reply::not_found();
+    };
+    if !bearer_ok(req, token) {
+        return Reply::error(401, "Unauthorized");
+    }
+    if req.body_length().is_some_and(|n| n > MAX_NOTIFY_BODY) {
+        return Reply::error(413, "Body too large (at most 1 KB)");
+    }
+    let mut body = Vec::new();
+    if let Err(e) = req
+        .as_reader()
+        .take(MAX_NOTIFY_BODY as u64 + 1)
+        .read_to_end(&mut body)
+    {
+        return Reply::error(400, &format!("cannot read the body: {e}"));
+    }
+    if body.len() > MAX_NOTIFY_BODY {
+        return Reply::error(413, "Body too large (at most 1 KB)");
+    }
+    log::debug!("notify endpoint: {}", String::from_utf8_lossy(&body).trim());
+    let mut r = Reply::json(202, json!({ "status": "accepted" }));
+    r.after = Some(TriggerSource::Endpoint);
+    r
+}
+
+fn keepalived_summary(state: &WebState) -> Value {
+    let st = state.status.read();
+    let k = &state.config.keepalived;
+    let triggers = json!({
+        "poll": k.poll_interval_secs,
+        "fifo": st.fifo.as_str(),
+        "endpoint": k.notify_token.is_some(),
+    });
+    match &st.last {
+        None => json!({
+            "collected": false, "running": false, "version": null, "error": null,
+            "instances": 0, "master": 0, "collectedAt": null, "triggers": triggers,
+        }),
+        Some(r) => json!({
+            "collected": true,
+            "running": r.running,
+            "version": r.version,
+            "error": r.error,
+            "instances": r.instances.len(),
+            "master": r.instances.iter().filter(|i| i.state == VrrpState::Master).count(),
+            "collectedAt": r.collected_at,
+            "triggers": triggers,
+        }),
+    }
+}
+
+fn config_summary(state: &WebState) -> Value {
+    let c = &state.config;
+    let k = &c.keepalived;
+    json!({
+        "mode": state.mode.as_str(),
+        "serverUrl": c.server_url,
+        "listenPort": c.listen_port,
+        "tls": c.tls.is_some(),
+        "enableStatusPage": c.enable_status_page,
+        "enableRegisterPage": c.enable_register_page,
+        "allowSelfSignedCertificates": c.allow_self_signed,
+        "allowedNetworks": c.allowed_networks.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+        "registrationSecret": c.registration_secret.is_some(),
+        "container": c.container,
+        "keepalived": {
+            "pollInterval": k.poll_interval_secs,
+            "notifyFifo": k.notify_fifo,
+            "notifyToken": k.notify_token.is_some(),
+            "dataFile": k.data_file,
+            "statsFile": k.stats_file,
+            "jsonFile": k.json_file,
+            "jsonSignal": k.json_signal,
+            "dumpTimeoutMs": k.dump_timeout_ms,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(secret_eq(b"abcdef", b"abcdef"));
+        assert!(!secret_eq(b"abcdef", b"abcdeg"));
+        assert!(!secret_eq(b"abc", b"abcdef"));
+    }
+
+    #[test]
+    fn loopback_detection() {
+        assert!(is_loopback(Some(&"127.0.0.1:1".parse().unwrap())));
+        assert!(is_loopback(Some(&"[::1]:1".parse().unwrap())));
+        assert!(is_loopback(Some(&"[::ffff:127.0.0.1]:1".parse().unwrap())));
+        assert!(!is_loopback(Some(&"10.0.0.1:1".parse().unwrap())));
+        assert!(!is_loopback(None));
+    }
+}

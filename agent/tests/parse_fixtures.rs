@@ -1,0 +1,328 @@
+//! Parsers against every real keepalived dump in `tests/fixtures` (copied from
+//! ../shared/fixtures/keepalived), plus a fuzz-style test with truncated and garbled dumps.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use rand::{Rng, SeedableRng};
+use vrrp_agent::parse::{self, ParsedDump};
+use vrrp_protocol::VrrpState::{self, *};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+}
+
+fn read(rel: &str) -> String {
+    fs::read_to_string(fixtures().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn states(d: &ParsedDump) -> Vec<(String, VrrpState)> {
+    d.instances
+        .iter()
+        .map(|i| (i.name.clone(), i.state))
+        .collect()
+}
+
+/// The scenario table of fixtures/2.2.7/README.md.
+const SCENARIOS: &[(&str, VrrpState, VrrpState)] = &[
+    ("master", Master, Master),
+    ("backup", Backup, Backup),
+    ("fault-track-script", Fault, Fault),
+    ("fault-track-interface-VI_1_backup-VI_2", Fault, Backup),
+    ("fault-VI_1_master-VI_2", Fault, Master),
+    ("fault-carrier-lost", Fault, Fault),
+    ("splitbrain-isolated-master", Master, Master),
+    ("splitbrain-majority-master", Master, Master),
+    ("after-splitbrain-backup", Backup, Backup),
+    ("after-splitbrain-master", Master, Master),
+    ("after-failover-new-master", Master, Master),
+    ("syncgroup-master", Master, Master),
+    ("syncgroup-backup", Backup, Backup),
+    ("syncgroup-fault", Fault, Fault),
+    ("syncgroup-master-after-peer-fault", Master, Master),
+];
+
+#[test]
+fn every_scenario_fixture_covered() {
+    // Every .data file of 2.2.7 except the parent's global dump is in the table.
+    for entry in fs::read_dir(fixtures().join("2.2.7")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(s) = name.strip_suffix(".keepalived.data") {
+            assert!(
+                SCENARIOS.iter().any(|(n, _, _)| *n == s),
+                "fixture {name} has no expectation"
+            );
+        }
+    }
+}
+
+#[test]
+fn text_json_and_stats_dumps_agree_on_every_scenario() {
+    for (name, vi1, vi2) in SCENARIOS {
+        let data = parse::parse_data(&read(&format!("2.2.7/{name}.keepalived.data")))
+            .unwrap_or_else(|e| panic!("{name}.data: {e}"));
+        let json = parse::parse_json(&read(&format!("2.2.7/{name}.keepalived.json")))
+            .unwrap_or_else(|e| panic!("{name}.json: {e}"));
+        let stats = parse::parse_stats(&read(&format!("2.2.7/{name}.keepalived.stats")))
+            .unwrap_or_else(|e| panic!("{name}.stats: {e}"));
+        let want = vec![("VI_1".to_string(), *vi1), ("VI_2".to_string(), *vi2)];
+        assert_eq!(states(&data), want, "{name}.data");
+        assert_eq!(states(&json), want, "{name}.json");
+
+        for (d, j) in data.instances.iter().zip(&json.instances) {
+            assert_eq!(d.vrid, j.vrid, "{name} vrid");
+            assert_eq!(d.interface, j.interface, "{name} interface");
+            assert_eq!(d.priority, j.priority, "{name} priority");
+            assert_eq!(
+                d.effective_priority, j.effective_priority,
+                "{name} eff prio"
+            );
+            assert_eq!(d.advert_interval, j.advert_interval, "{name} advert");
+            assert_eq!(d.vips, j.vips, "{name} vips");
+            assert_eq!(
+                d.last_transition, j.last_transition,
+                "{name} last transition"
+            );
+            assert_eq!(d.wanted_state.is_some(), j.wanted_state.is_some());
+            let counters = &stats[&d.name];
+            assert_eq!(counters.len(), 14, "{name}: {counters:?}");
+            // The JSON dump was taken after the stats dump: counters only grow.
+            let jc = j.stats.as_ref().unwrap();
+            assert_eq!(
+                jc.keys().collect::<Vec<_>>(),
+                counters.keys().collect::<Vec<_>>(),
+                "{name}: JSON and text counters use the same keys"
+            );
+            for (k, v) in counters {
+                assert!(jc[k] >= *v, "{name} {k}: json {} < text {v}", jc[k]);
+            }
+        }
+        let d1 = &data.instances[0];
+        assert_eq!(d1.vrid, Some(51));
+        assert_eq!(d1.interface.as_deref(), Some("eth0"));
+        assert_eq!(d1.vips, ["192.0.2.100/24"]);
+        assert_eq!(data.instances[1].vips, ["198.51.100.100/24"]);
+        assert_eq!(data.instances[1].advert_interval, Some(1.0));
+
+        if name.starts_with("syncgroup") {
+            assert_eq!(data.sync_groups.len(), 1, "{name}");
+            let g = &data.sync_groups[0];
+            assert_eq!(g.name, "SG_1");
+            assert_eq!(g.state, *vi1, "{name}: group state");
+            assert_eq!(g.instances, ["VI_1", "VI_2"]);
+            assert!(data
+                .instances
+                .iter()
+                .all(|i| i.sync_group.as_deref() == Some("SG_1")));
+        } else {
+            assert!(data.sync_groups.is_empty(), "{name}");
+            assert!(data.instances.iter().all(|i| i.sync_group.is_none()));
+        }
+    }
+}
+
+#[test]
+fn master_fixture_in_detail() {
+    let mut d = parse::parse_data(&read("2.2.7/master.keepalived.data")).unwrap();
+    let c = parse::parse_stats(&read("2.2.7/master.keepalived.stats")).unwrap();
+    parse::attach_counters(&mut d, &c);
+    let v = serde_json::to_value(&d.instances[0]).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "name": "VI_1", "state": "MASTER", "wantedState": "MASTER", "interface": "eth0",
+            "vrid": 51, "priority": 130, "effectivePriority": 130, "advertInterval": 1.0,
+            "vips": ["192.0.2.100/24"], "syncGroup": null,
+            "lastTransition": "2026-11-21T09:17:18.973Z",
+            "stats": {
+                "advertisements_received": 0, "advertisements_sent": 8,
+                "authentication_errors_failure": 0, "authentication_errors_invalid_type": 0,
+                "authentication_errors_type_mismatch": 0, "became_master": 1,
+                "packet_errors_address_list": 0, "packet_errors_advertisement_interval": 0,
+                "packet_errors_invalid_type": 0, "packet_errors_length": 0,
+                "packet_errors_ttl": 0, "priority_zero_received": 0, "priority_zero_sent": 0,
+                "released_master": 0
+            }
+        })
+    );
+}
+
+#[test]
+fn counters_under_different_headers_stay_apart() {
+    let c = parse::parse_stats(&read("other-versions/v1.3.5-keepalived.stats")).unwrap();
+    let vi = &c["VI_1"];
+    let want: BTreeMap<&str, u64> = [
+        ("advertisements_received", 1),
+        ("advertisements_sent", 17),
+        ("became_master", 1),
+        ("released_master", 1),
+        ("packet_errors_length", 10),
+        ("packet_errors_ttl", 1),
+        ("packet_errors_invalid_type", 5),
+        ("packet_errors_advertisement_interval", 4),
+        ("packet_errors_address_list", 3),
+        ("authentication_errors_invalid_type", 3),
+        ("authentication_errors_type_mismatch", 6),
+        ("authentication_errors_failure", 7),
+        ("priority_zero_received", 9),
+        ("priority_zero_sent", 2),
+    ]
+    .into_iter()
+    .collect();
+    let got: BTreeMap<&str, u64> = vi.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    assert_eq!(got, want);
+    let c = parse::parse_stats(&read("other-versions/v2.1.5-keepalived.stats")).unwrap();
+    assert_eq!(c.len(), 3);
+    assert_eq!(c["VI_EXT_2"]["advertisements_sent"], 158);
+}
+
+#[test]
+fn older_versions_parse_and_never_leak_the_password() {
+    /// name, state, vrid, interface, first VIP ("" = not checked), advert interval
+    type Want = (
+        &'static str,
+        VrrpState,
+        u32,
+        &'static str,
+        &'static str,
+        f64,
+    );
+    let cases: &[(&str, &[Want])] = &[
+        (
+            "v1.3.5",
+            &[("VI_1", Master, 51, "eth0", "10.32.75.200/32", 1.0)],
+        ),
+        (
+            "v2.0.10",
+            &[("VI_1", Master, 52, "ens192", "2.2.2.2/32", 1.0)],
+        ),
+        (
+            "v2.1.5",
+            &[
+                ("VI_EXT_1", Master, 10, "ens192", "192.168.2.1", 1.0),
+                ("VI_EXT_2", Backup, 20, "ens192", "192.168.2.2", 1.0),
+                ("VI_EXT_3", Backup, 30, "ens192", "", 1.0),
+            ],
+        ),
+        (
+            "v2.2.7",
+            &[("VI_227_1", Master, 52, "ens3", "10.1.0.1/24", 4.0)],
+        ),
+    ];
+    for (ver, want) in cases {
+        let text = read(&format!("other-versions/{ver}-keepalived.data"));
+        let d = parse::parse_data(&text).unwrap_or_else(|e| panic!("{ver}: {e}"));
+        assert_eq!(d.instances.len(), want.len(), "{ver}");
+        for (i, (name, state, vrid, ifname, vip, adv)) in d.instances.iter().zip(want.iter()) {
+            assert_eq!(&i.name, name, "{ver}");
+            assert_eq!(i.state, *state, "{ver} {name}");
+            assert_eq!(i.vrid, Some(*vrid), "{ver} {name}");
+            assert_eq!(i.interface.as_deref(), Some(*ifname), "{ver} {name}");
+            assert_eq!(i.advert_interval, Some(*adv), "{ver} {name}");
+            if !vip.is_empty() {
+                assert_eq!(
+                    i.vips.first().map(String::as_str),
+                    Some(*vip),
+                    "{ver} {name}"
+                );
+            }
+            assert!(i.last_transition.is_some(), "{ver} {name}");
+        }
+        // Excluded virtual addresses are not virtual addresses of the instance.
+        if *ver == "v2.2.7" {
+            assert_eq!(d.instances[0].vips, ["10.1.0.1/24"]);
+            assert_eq!(d.instances[0].effective_priority, Some(150));
+        }
+        let out = serde_json::to_string(&d.instances).unwrap();
+        for password in ["test", "bacbefe5", "password"] {
+            if text.contains(&format!("Password = {password}")) {
+                assert!(
+                    !out.contains(&format!("\"{password}\"")) && !out.contains(password),
+                    "{ver}: password {password} leaked: {out}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn parent_global_dump_has_no_instances() {
+    let d = parse::parse_data(&read("2.2.7/master.keepalived_parent.data"));
+    // The parent's dump holds global definitions only: either no instances or not a dump.
+    if let Ok(d) = d {
+        assert!(d.instances.is_empty());
+    }
+}
+
+/// Every fixture, cut at many points and garbled at random: the parsers may return an
+/// error or a partial result, but never panic.
+#[test]
+fn truncated_and_garbled_dumps_never_panic() {
+    let mut files = Vec::new();
+    for dir in ["2.2.7", "other-versions"] {
+        for e in fs::read_dir(fixtures().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            let n = p.file_name().unwrap().to_string_lossy().into_owned();
+            if n.contains("keepalived")
+                && (n.ends_with(".data") || n.ends_with(".stats") || n.ends_with(".json"))
+            {
+                files.push(fs::read(&p).unwrap());
+            }
+        }
+    }
+    assert!(files.len() >= 50, "found {} dump fixtures", files.len());
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
+    let all = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        let _ = parse::parse_data(&t);
+        let _ = parse::parse_stats(&t);
+        let _ = parse::parse_json(&t);
+    };
+    for f in &files {
+        // Truncations: every 7th byte plus the last 64 positions.
+        for cut in (0..f.len())
+            .step_by(7)
+            .chain(f.len().saturating_sub(64)..f.len())
+        {
+            all(&f[..cut]);
+        }
+        for _ in 0..200 {
+            let mut g = f.clone();
+            for _ in 0..rng.gen_range(1..20) {
+                let i = rng.gen_range(0..g.len());
+                match rng.gen_range(0..4) {
+                    0 => g[i] = rng.gen(),
+                    1 => g[i] = b"=:\n ,{}[]\"-0123456789"[rng.gen_range(0..21)],
+                    2 => {
+                        g.remove(i);
+                    }
+                    _ => {
+                        let j = rng.gen_range(0..g.len());
+                        let chunk = g[i.min(j)..i.max(j)].to_vec();
+                        let at = rng.gen_range(0..g.len());
+                        g.splice(at..at, chunk);
+                    }
+                }
+                if g.is_empty() {
+                    break;
+                }
+            }
+            all(&g);
+        }
+    }
+    // Hostile shapes.
+    for t in [
+        "VRRP Instance = \n",
+        "------< VRRP Topology >------\n VRRP Instance = X\n   Last transition = 1e308\n   Priority = 99999999999999\n   Virtual IP (1):\n",
+        "[{\"data\": {\"iname\": \"X\", \"state\": 1e99, \"vrid\": -1, \"last_transition\": -5, \"vips\": [1, null]}, \"stats\": []}]",
+        "{\"vrrp\": 5}",
+        "VRRP Instance: X\n  a:\n    b: 18446744073709551616\n",
+    ] {
+        all(t.as_bytes());
+    }
+    let d = parse::parse_json("[{\"data\": {\"iname\": \"X\", \"state\": 1e99, \"vrid\": -1}}]")
+        .unwrap();
+    assert_eq!(d.instances[0].state, VrrpState::Unknown);
+    assert_eq!(d.instances[0].vrid, None);
+}
