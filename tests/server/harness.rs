@@ -1,0 +1,322 @@
+//! Starts the real `vrrp-monitor` binary on a free port with a temporary data
+//! directory, and speaks HTTP to it.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const ADMIN_PASSWORD: &str = "first-run-secret-pw";
+
+pub fn binary() -> &'static str {
+    env!("CARGO_BIN_EXE_vrrp-monitor")
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// How to start a server.
+pub struct Launch {
+    pub dir: tempfile::TempDir,
+    pub env: Vec<(String, String)>,
+    pub port: u16,
+}
+
+impl Launch {
+    pub fn new() -> Launch {
+        let dir = tempfile::tempdir().unwrap();
+        Launch { dir, env: vec![("SVC_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into())], port: free_port() }
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Launch {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn without_env(mut self, key: &str) -> Launch {
+        self.env.retain(|(k, _)| k != key);
+        self
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.data_dir().join("config.yaml")
+    }
+
+    /// Writes the config file before start.
+    pub fn config(self, text: &str) -> Launch {
+        std::fs::create_dir_all(self.data_dir()).unwrap();
+        std::fs::write(self.config_path(), text).unwrap();
+        self
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(binary());
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("SVC_SERVER_DATA_DIR", self.data_dir())
+            .env("SVC_SERVER_PORT", self.port.to_string())
+            .env("LOG_FORMAT", "json")
+            .env("LOG_LEVEL", "debug");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd
+    }
+
+    /// Runs a start that is expected to fail; returns its exit status and log lines.
+    pub fn run_to_exit(&self) -> (ExitStatus, Vec<Value>) {
+        let out = self.command().output().unwrap();
+        (out.status, parse_log(&String::from_utf8_lossy(&out.stderr)))
+    }
+
+    /// Starts the server and waits until it answers.
+    pub fn start(self) -> Server {
+        let mut child = self.command().spawn().unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut l = sink.lock().unwrap();
+                l.push_str(&line);
+                l.push('\n');
+            }
+        });
+        let server = Server { child: Some(child), launch: self, log, http: http_agent() };
+        server.wait_ready();
+        server
+    }
+}
+
+/// Log lines as JSON. A pretty line (written before the log format is known, e.g.
+/// for an invalid LOG_FORMAT) is read as `{level, msg}` from its text.
+pub fn parse_log(text: &str) -> Vec<Value> {
+    text.lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|_| {
+                let level = l.split_whitespace().nth(1).unwrap_or_default().to_ascii_lowercase();
+                serde_json::json!({ "level": level, "msg": l })
+            })
+        })
+        .collect()
+}
+
+pub fn http_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .max_redirects(0)
+        .timeout_global(Some(Duration::from_secs(20)))
+        .build()
+        .into()
+}
+
+pub struct Server {
+    child: Option<Child>,
+    pub launch: Launch,
+    log: Arc<Mutex<String>>,
+    pub http: ureq::Agent,
+}
+
+/// An answer: status, headers (lower-case names) and the body as JSON.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+    }
+
+    /// The value of cookie `name` as set by this answer.
+    pub fn cookie(&self, name: &str) -> Option<String> {
+        self.all("set-cookie").into_iter().find_map(|c| {
+            let first = c.split(';').next()?;
+            let (k, v) = first.split_once('=')?;
+            (k == name).then(|| v.to_owned())
+        })
+    }
+
+    pub fn error(&self) -> &str {
+        self.body["error"].as_str().unwrap_or_else(|| panic!("no error text in {:?}", self.body))
+    }
+}
+
+/// Credentials a request carries.
+#[derive(Clone, Copy)]
+pub enum Auth<'a> {
+    None,
+    Cookie(&'a str),
+    Bearer(&'a str),
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Launch::new().start()
+    }
+
+    pub fn port(&self) -> u16 {
+        self.launch.port
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port())
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(r) = self.http.get(self.url("/api/v1/ping")).call() {
+                if r.status() == 200 {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "server did not answer; log:\n{}", self.log_text());
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    pub fn request(&self, method: &str, path: &str, auth: Auth<'_>, headers: &[(&str, &str)], body: Option<&str>) -> Answer {
+        let mut builder = ureq::http::Request::builder().method(method).uri(self.url(path));
+        match auth {
+            Auth::None => {}
+            Auth::Cookie(t) => builder = builder.header("cookie", format!("svc_session={t}; svc_auth=1")),
+            Auth::Bearer(t) => builder = builder.header("authorization", format!("Bearer {t}")),
+        }
+        for (k, v) in headers {
+            builder = builder.header(*k, *v);
+        }
+        let resp = match body {
+            Some(b) => self.http.run(builder.header("content-type", "application/json").body(b.to_owned()).unwrap()),
+            None => self.http.run(builder.body(()).unwrap()),
+        };
+        let mut resp = resp.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        let status = resp.status().as_u16();
+        let headers = resp
+            .headers()
+            .iter()
+            .map(|(k, v)| (k.as_str().to_ascii_lowercase(), v.to_str().unwrap_or_default().to_owned()))
+            .collect();
+        let text = resp.body_mut().read_to_string().unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Answer { status, headers, body }
+    }
+
+    pub fn get(&self, path: &str, auth: Auth<'_>) -> Answer {
+        self.request("GET", path, auth, &[], None)
+    }
+
+    pub fn post(&self, path: &str, auth: Auth<'_>, body: &str) -> Answer {
+        self.request("POST", path, auth, &[], Some(body))
+    }
+
+    pub fn put(&self, path: &str, auth: Auth<'_>, body: &str) -> Answer {
+        self.request("PUT", path, auth, &[], Some(body))
+    }
+
+    pub fn delete(&self, path: &str, auth: Auth<'_>) -> Answer {
+        self.request("DELETE", path, auth, &[], None)
+    }
+
+    pub fn login_answer(&self, username: &str, password: &str) -> Answer {
+        self.post("/api/login", Auth::None, &serde_json::json!({ "username": username, "password": password }).to_string())
+    }
+
+    /// Logs in and returns the session token.
+    pub fn login(&self, username: &str, password: &str) -> String {
+        let a = self.login_answer(username, password);
+        assert_eq!(a.status, 200, "login of {username}: {:?}", a.body);
+        a.cookie("svc_session").expect("session cookie")
+    }
+
+    pub fn admin(&self) -> String {
+        self.login("admin", ADMIN_PASSWORD)
+    }
+
+    /// Sends a signal to the server.
+    pub fn signal(&self, signal: i32) {
+        unsafe_kill(self.pid(), signal);
+    }
+
+    /// Waits for the process to exit.
+    pub fn wait_exit(&mut self, within: Duration) -> ExitStatus {
+        let child = self.child.as_mut().unwrap();
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "server did not exit within {within:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn stop(mut self) -> (ExitStatus, Launch) {
+        self.signal(15);
+        let status = self.wait_exit(Duration::from_secs(10));
+        let child = self.child.take();
+        drop(child);
+        // Give the stderr reader a moment to drain.
+        std::thread::sleep(Duration::from_millis(50));
+        let launch = std::mem::replace(&mut self.launch, Launch::new());
+        (status, launch)
+    }
+
+    /// The server's thread names, from /proc.
+    pub fn thread_names(&self) -> Vec<String> {
+        let dir = format!("/proc/{}/task", self.pid());
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|s| s.trim_end().to_owned())
+            .collect()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+pub fn unsafe_kill(pid: u32, signal: i32) {
+    let status = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().unwrap();
+    assert!(status.success());
+}
+
+pub fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// The fatal lines of a log.
+pub fn fatal_lines(lines: &[Value]) -> Vec<String> {
+    lines.iter().filter(|l| l["level"] == "fatal").map(|l| l["msg"].as_str().unwrap_or_default().to_owned()).collect()
+}

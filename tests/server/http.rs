@@ -1,0 +1,144 @@
+//! The HTTP layer: public routes, 404s, headers, body limits, idle connections,
+//! thread names and the stop signal.
+
+use crate::harness::*;
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+#[test]
+fn health_ping_and_unknown_paths() {
+    let server = Server::start();
+    let a = server.get("/api/health", Auth::None);
+    assert_eq!((a.status, a.body.clone()), (200, json!({ "status": "ok" })));
+    assert!(a.header("content-type").unwrap().starts_with("application/json"));
+    let a = server.get("/api/v1/ping", Auth::None);
+    assert_eq!((a.status, a.body.clone()), (200, json!({ "status": "ok" })));
+    for path in ["/api/nothing", "/api/v1/nothing", "/api/v2/users", "/api"] {
+        let a = server.get(path, Auth::None);
+        assert_eq!(a.status, 404, "{path}");
+        assert!(a.body["error"].is_string(), "{path}: {:?}", a.body);
+    }
+    let a = server.request("PATCH", "/api/v1/users", Auth::None, &[], None);
+    assert_eq!(a.status, 404);
+    assert!(a.header("strict-transport-security").is_none(), "HSTS is off by default");
+}
+
+#[test]
+fn health_answers_503_when_the_database_cannot_be_queried() {
+    let server = Server::start();
+    assert_eq!(server.get("/api/health", Auth::None).status, 200);
+    // The database disappears under the running server (a lost mount, a wrong rm).
+    let dir = server.launch.data_dir();
+    let gone = dir.join("moved-away");
+    std::fs::create_dir(&gone).unwrap();
+    for name in ["vrrp-monitor.db", "vrrp-monitor.db-wal", "vrrp-monitor.db-shm"] {
+        let _ = std::fs::rename(dir.join(name), gone.join(name));
+    }
+    let a = server.get("/api/health", Auth::None);
+    assert_eq!((a.status, a.body.clone()), (503, json!({ "status": "error" })));
+    assert_eq!(server.get("/api/v1/ping", Auth::None).status, 200, "ping checks nothing else");
+}
+
+#[test]
+fn hsts_when_configured() {
+    let server = Launch::new().config("security:\n  hsts: true\n").start();
+    let a = server.get("/api/v1/ping", Auth::None);
+    assert!(a.header("strict-transport-security").unwrap().contains("max-age="));
+}
+
+#[test]
+fn an_oversized_body_is_refused() {
+    let server = Server::start();
+    let big = format!("{{\"username\": \"{}\"}}", "x".repeat(1024 * 1024 + 10));
+    let a = server.post("/api/login", Auth::None, &big);
+    assert_eq!(a.status, 413);
+    assert_eq!(server.get("/api/health", Auth::None).status, 200);
+}
+
+#[test]
+fn threads_are_named_after_their_job() {
+    let server = Server::start();
+    // Some connections so tiny_http spawns connection threads.
+    let held: Vec<TcpStream> = (0..6).map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(1200));
+    let names = server.thread_names();
+    for expected in ["sqlite-writer", "http-worker-0", "http-worker-7", "http-reaper", "http-accept", "signals"] {
+        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+    }
+    assert!(names.iter().filter(|n| *n == "http-conn").count() >= 6, "{names:?}");
+    assert_eq!(names.iter().filter(|n| *n == "http-accept").count(), 1, "{names:?}");
+    assert_eq!(names.iter().filter(|n| *n == "vrrp-monitor").count(), 1, "only the main thread keeps the binary's name: {names:?}");
+    drop(held);
+}
+
+fn closed_by_server(stream: &mut TcpStream) -> bool {
+    stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let mut buf = [0u8; 64];
+    match stream.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        // A reset is closed too; a timeout means the connection is still open.
+        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+    }
+}
+
+#[test]
+fn idle_keep_alive_connections_are_closed() {
+    let server = Server::start();
+    let mut conn = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    conn.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut buf = [0u8; 1024];
+    let n = conn.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    // Kept alive for now...
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!closed_by_server(&mut conn), "closed too early");
+    // ...and closed once it has been quiet for the keep-alive timeout (5 s).
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let started = Instant::now();
+    let n = conn.read(&mut buf).unwrap_or(0);
+    assert_eq!(n, 0, "server closed the idle connection");
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
+#[test]
+fn thousands_of_idle_connections_cannot_exhaust_the_server() {
+    let server = Server::start();
+    let mut idle: Vec<TcpStream> = (0..2000).map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap()).collect();
+    // Under pressure the idle ones go within about a second.
+    std::thread::sleep(Duration::from_millis(2500));
+    let t = Instant::now();
+    assert_eq!(server.get("/api/health", Auth::None).status, 200);
+    assert!(t.elapsed() < Duration::from_secs(1), "health took {:?}", t.elapsed());
+    // Idle connections are closed until no more than the pressure threshold (512) remain.
+    let closed = idle.iter_mut().map(closed_by_server).filter(|c| *c).count();
+    assert!(closed >= 2000 - 512, "only {closed} of 2000 idle connections were closed");
+    // tiny_http parks a finished connection thread for 5 s before it exits.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let threads = server.thread_names().len();
+        if threads < 512 + 64 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{threads} threads left");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn stop_signal_exits_zero_and_a_second_changes_nothing() {
+    let server = Server::start();
+    let _idle = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    let mut server = server;
+    server.signal(15);
+    server.signal(2);
+    let t = Instant::now();
+    let status = server.wait_exit(Duration::from_secs(7));
+    assert_eq!(status.code(), Some(0));
+    assert!(t.elapsed() < Duration::from_secs(6));
+    let log = server.log_text();
+    assert!(log.contains("shutting down"));
+    assert!(log.contains("already shutting down"));
+}

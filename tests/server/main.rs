@@ -1,0 +1,8 @@
+//! Integration tests of the server: the real binary on a free port, real HTTP.
+
+mod harness;
+
+mod auth;
+mod config;
+mod http;
+mod users;
