@@ -161,7 +161,13 @@ fn run_to_end(config: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
 
 #[test]
 fn startup_errors_stop_with_one_line_naming_the_problem() {
-    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+    /// config text, environment, what the one error line must name
+    type Case = (
+        &'static str,
+        &'static [(&'static str, &'static str)],
+        &'static str,
+    );
+    let cases: &[Case] = &[
         (
             "keepalived:\n  pollInterval: fast\n",
             &[],
