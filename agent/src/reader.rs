@@ -32,6 +32,8 @@ pub enum ReaderMsg {
     /// Take a reading; the reply (if any) gets the reading that served this trigger.
     Read {
         source: TriggerSource,
+        /// When the trigger fired: the latency of a reading is measured from here.
+        at: Instant,
         reply: Option<Sender<Arc<Reading>>>,
     },
     Stop,
@@ -51,6 +53,7 @@ impl Trigger {
     pub fn fire(&self, source: TriggerSource) {
         let _ = self.tx.send(ReaderMsg::Read {
             source,
+            at: Instant::now(),
             reply: None,
         });
     }
@@ -61,6 +64,7 @@ impl Trigger {
         self.tx
             .send(ReaderMsg::Read {
                 source,
+                at: Instant::now(),
                 reply: Some(tx),
             })
             .ok()?;
@@ -166,6 +170,7 @@ impl Reader {
                     Ok(m) => m,
                     Err(RecvTimeoutError::Timeout) => ReaderMsg::Read {
                         source: TriggerSource::Poll,
+                        at: Instant::now(),
                         reply: None,
                     },
                     Err(RecvTimeoutError::Disconnected) => return,
@@ -178,10 +183,12 @@ impl Reader {
             let mut replies = Vec::new();
             let mut sources = Vec::new();
             let mut stop = false;
+            let mut first_at: Option<Instant> = None;
             // Coalesce: this message plus everything already waiting is one reading.
             for m in std::iter::once(msg).chain(rx.try_iter()) {
                 match m {
-                    ReaderMsg::Read { source, reply } => {
+                    ReaderMsg::Read { source, at, reply } => {
+                        first_at = Some(first_at.map_or(at, |f| f.min(at)));
                         sources.push(source);
                         replies.extend(reply);
                     }
@@ -193,17 +200,18 @@ impl Reader {
             }
             log::debug!("reading keepalived (triggers: {sources:?})");
             last_start = Instant::now();
-            let reading = Arc::new(self.read_once());
+            let reading = Arc::new(self.read_once(first_at.unwrap_or(last_start)));
             for r in replies {
                 let _ = r.send(reading.clone());
             }
         }
     }
 
-    fn read_once(&mut self) -> Reading {
+    fn read_once(&mut self, triggered: Instant) -> Reading {
         let t0 = Instant::now();
         let reading = self.prober.read();
         let took = t0.elapsed();
+        let since_trigger = triggered.elapsed();
         let (evs, baseline) = events::detect(self.baseline.as_ref(), &reading);
         for e in &evs {
             log::info!(
@@ -228,8 +236,9 @@ impl Reader {
             .filter(|i| i.state == VrrpState::Master)
             .count();
         log::debug!(
-            "reading took {:.1} ms: running={} instances={} master={} error={:?}",
+            "reading took {:.2} ms ({:.2} ms after the trigger): running={} instances={} master={} error={:?}",
             took.as_secs_f64() * 1000.0,
+            since_trigger.as_secs_f64() * 1000.0,
             reading.running,
             reading.instances.len(),
             masters,
