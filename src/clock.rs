@@ -31,7 +31,9 @@ pub struct ManualClock {
 
 impl ManualClock {
     pub fn new(start: DateTime<Utc>) -> Self {
-        ManualClock { now: Arc::new(Mutex::new(start)) }
+        ManualClock {
+            now: Arc::new(Mutex::new(start)),
+        }
     }
 
     pub fn advance(&self, by: Duration) {

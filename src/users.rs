@@ -90,7 +90,8 @@ impl From<rusqlite::Error> for UserError {
     }
 }
 
-pub const PASSWORD_FOR_NON_LOCAL: &str = "Password can only be set for users with local authentication";
+pub const PASSWORD_FOR_NON_LOCAL: &str =
+    "Password can only be set for users with local authentication";
 pub const LOCAL_NEEDS_PASSWORD: &str = "A password is required for local authentication";
 pub const CANNOT_DELETE_YOURSELF: &str = "Cannot delete yourself";
 pub const CANNOT_DELETE_LAST: &str = "Cannot delete the last user";
@@ -120,20 +121,30 @@ fn record_from_row(r: &Row<'_>) -> rusqlite::Result<UserRecord> {
 pub fn list(db: &Db) -> Result<Vec<User>, DbError> {
     db.read(|c| {
         let mut stmt = c.prepare(&format!("SELECT {COLUMNS} FROM users ORDER BY id"))?;
-        let rows = stmt.query_map([], user_from_row)?.collect::<Result<Vec<_>, _>>()?;
+        let rows = stmt
+            .query_map([], user_from_row)?
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(rows)
     })
 }
 
 pub fn find_by_id(db: &Db, id: i64) -> Result<Option<UserRecord>, DbError> {
     db.read(|c| {
-        Ok(c.query_row("SELECT * FROM users WHERE id = ?1", [id], record_from_row).optional()?)
+        Ok(
+            c.query_row("SELECT * FROM users WHERE id = ?1", [id], record_from_row)
+                .optional()?,
+        )
     })
 }
 
 pub fn find_by_username(db: &Db, username: &str) -> Result<Option<UserRecord>, DbError> {
     db.read(|c| {
-        Ok(c.query_row("SELECT * FROM users WHERE username = ?1", [username], record_from_row).optional()?)
+        Ok(c.query_row(
+            "SELECT * FROM users WHERE username = ?1",
+            [username],
+            record_from_row,
+        )
+        .optional()?)
     })
 }
 
@@ -151,7 +162,12 @@ pub fn create(db: &Db, new: NewUser, now: String) -> Result<i64, UserError> {
         return Err(UserError::Rule(PASSWORD_FOR_NON_LOCAL));
     }
     // Hash outside the writer thread: it is the slow part and the writer serves everyone.
-    let hash = new.password.as_deref().map(password::hash).transpose().map_err(UserError::Hash)?;
+    let hash = new
+        .password
+        .as_deref()
+        .map(password::hash)
+        .transpose()
+        .map_err(UserError::Hash)?;
     db.write(move |c| {
         let taken: bool = c.query_row("SELECT EXISTS(SELECT 1 FROM users WHERE username = ?1)", [&new.username], |r| r.get(0))?;
         if taken {
@@ -187,10 +203,20 @@ pub fn update(db: &Db, id: i64, change: UserUpdate, now: String) -> Result<Updat
     if methods.has_local() && change.password.is_none() && current.password_hash.is_none() {
         return Err(UserError::Rule(LOCAL_NEEDS_PASSWORD));
     }
-    let hash = change.password.as_deref().map(password::hash).transpose().map_err(UserError::Hash)?;
+    let hash = change
+        .password
+        .as_deref()
+        .map(password::hash)
+        .transpose()
+        .map_err(UserError::Hash)?;
     let methods_changed = methods != current.auth_methods;
     db.write(move |c| {
-        let Some(tv) = c.query_row("SELECT token_version FROM users WHERE id = ?1", [id], |r| r.get::<_, i64>(0)).optional()? else {
+        let Some(tv) = c
+            .query_row("SELECT token_version FROM users WHERE id = ?1", [id], |r| {
+                r.get::<_, i64>(0)
+            })
+            .optional()?
+        else {
             return Err(UserError::NotFound);
         };
         let revoke = hash.is_some() || methods_changed;
@@ -200,7 +226,10 @@ pub fn update(db: &Db, id: i64, change: UserUpdate, now: String) -> Result<Updat
                  token_version = ?4, updated_at = ?5 WHERE id = ?1",
             params![id, hash, methods.as_str(), new_tv, now],
         )?;
-        Ok(Updated { new_token_version: revoke.then_some(new_tv), username: current.username })
+        Ok(Updated {
+            new_token_version: revoke.then_some(new_tv),
+            username: current.username,
+        })
     })
 }
 
@@ -209,7 +238,11 @@ pub fn delete(db: &Db, id: i64, acting_user: i64) -> Result<(), UserError> {
         return Err(UserError::Rule(CANNOT_DELETE_YOURSELF));
     }
     db.write(move |c| {
-        let exists: bool = c.query_row("SELECT EXISTS(SELECT 1 FROM users WHERE id = ?1)", [id], |r| r.get(0))?;
+        let exists: bool = c.query_row(
+            "SELECT EXISTS(SELECT 1 FROM users WHERE id = ?1)",
+            [id],
+            |r| r.get(0),
+        )?;
         if !exists {
             return Err(UserError::NotFound);
         }
@@ -233,8 +266,14 @@ pub enum Bootstrap {
 }
 
 /// Creates the administrator when no user exists.
-pub fn bootstrap_admin(db: &Db, username: &str, password: Option<&str>, now: String) -> Result<Bootstrap, UserError> {
-    let count: i64 = db.read(|c| Ok::<_, DbError>(c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))?))?;
+pub fn bootstrap_admin(
+    db: &Db,
+    username: &str,
+    password: Option<&str>,
+    now: String,
+) -> Result<Bootstrap, UserError> {
+    let count: i64 = db
+        .read(|c| Ok::<_, DbError>(c.query_row("SELECT COUNT(*) FROM users", [], |r| r.get(0))?))?;
     if count > 0 {
         return Ok(Bootstrap::NotNeeded);
     }
@@ -242,11 +281,24 @@ pub fn bootstrap_admin(db: &Db, username: &str, password: Option<&str>, now: Str
         Some(p) => (p.to_owned(), false),
         None => (generate_password(), true),
     };
-    create(db, NewUser { username: username.to_owned(), password: Some(password.clone()), auth_methods: AuthMethods::Local }, now)?;
+    create(
+        db,
+        NewUser {
+            username: username.to_owned(),
+            password: Some(password.clone()),
+            auth_methods: AuthMethods::Local,
+        },
+        now,
+    )?;
     Ok(if generated {
-        Bootstrap::CreatedWithGenerated { username: username.to_owned(), password }
+        Bootstrap::CreatedWithGenerated {
+            username: username.to_owned(),
+            password,
+        }
     } else {
-        Bootstrap::Created { username: username.to_owned() }
+        Bootstrap::Created {
+            username: username.to_owned(),
+        }
     })
 }
 
@@ -255,7 +307,9 @@ fn generate_password() -> String {
     use rand::Rng;
     const ALPHABET: &[u8] = b"abcdefghjkmnpqrstuvwxyzABCDEFGHJKMNPQRSTUVWXYZ23456789";
     let mut rng = rand::thread_rng();
-    (0..20).map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char).collect()
+    (0..20)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect()
 }
 
 #[cfg(test)]
@@ -264,7 +318,10 @@ mod tests {
 
     #[test]
     fn auth_methods_spellings() {
-        assert_eq!(AuthMethods::parse("local,oidc"), Some(AuthMethods::LocalAndOidc));
+        assert_eq!(
+            AuthMethods::parse("local,oidc"),
+            Some(AuthMethods::LocalAndOidc)
+        );
         assert_eq!(AuthMethods::parse("oidc,local"), None);
         assert_eq!(AuthMethods::parse("LOCAL"), None);
         assert!(AuthMethods::LocalAndOidc.has_local() && !AuthMethods::Oidc.has_local());

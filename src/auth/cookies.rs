@@ -37,15 +37,24 @@ mod tests {
     #[test]
     fn cookie_attributes() {
         let [session, auth] = session_cookies("tok", 43200, true);
-        assert_eq!(session, "svc_session=tok; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict; Secure");
-        assert_eq!(auth, "svc_auth=1; Path=/; Max-Age=43200; SameSite=Strict; Secure");
+        assert_eq!(
+            session,
+            "svc_session=tok; Path=/; Max-Age=43200; HttpOnly; SameSite=Strict; Secure"
+        );
+        assert_eq!(
+            auth,
+            "svc_auth=1; Path=/; Max-Age=43200; SameSite=Strict; Secure"
+        );
         let [session, _] = session_cookies("tok", 60, false);
         assert!(!session.contains("Secure"));
     }
 
     #[test]
     fn find_cookie() {
-        assert_eq!(find("a=1; svc_session=abc.def; svc_auth=1", "svc_session"), Some("abc.def"));
+        assert_eq!(
+            find("a=1; svc_session=abc.def; svc_auth=1", "svc_session"),
+            Some("abc.def")
+        );
         assert_eq!(find("svc_session_old=x", "svc_session"), None);
         assert_eq!(find("", "svc_session"), None);
     }

@@ -39,8 +39,15 @@ impl From<DbError> for AuthFailure {
     }
 }
 
-pub fn authenticate(db: &Db, keys: &SessionKeys, token: Option<&str>, now: DateTime<Utc>) -> Result<Session, AuthFailure> {
-    let token = token.filter(|t| !t.is_empty()).ok_or(AuthFailure::NoToken)?;
+pub fn authenticate(
+    db: &Db,
+    keys: &SessionKeys,
+    token: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<Session, AuthFailure> {
+    let token = token
+        .filter(|t| !t.is_empty())
+        .ok_or(AuthFailure::NoToken)?;
     let claims = keys.verify(token, now).map_err(AuthFailure::Invalid)?;
     let user = users::find_by_id(db, claims.sub)?.ok_or(AuthFailure::UnknownUser)?;
     if Some(user.token_version) != claims.tv {

@@ -41,7 +41,9 @@ pub fn verify(password: &str, stored: Option<&str>) -> bool {
 
 fn check(password: &str, phc: &str) -> bool {
     match PasswordHash::new(phc) {
-        Ok(parsed) => Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok(),
+        Ok(parsed) => Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok(),
         Err(e) => {
             log::error!("A stored password hash does not parse: {e}");
             false
@@ -55,7 +57,8 @@ fn dummy_hash() -> &'static str {
         hash(&uuid::Uuid::new_v4().to_string()).unwrap_or_else(|_| {
             // Argon2 with default parameters cannot fail on a short input; a fixed
             // valid PHC string keeps the timing equaliser working regardless.
-            "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$RdescudvJCsgt3ub+b+dWRWJTmaaJObG".to_owned()
+            "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0$RdescudvJCsgt3ub+b+dWRWJTmaaJObG"
+                .to_owned()
         })
     })
 }

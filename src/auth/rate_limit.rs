@@ -32,7 +32,11 @@ pub struct RateLimiter {
 
 impl RateLimiter {
     pub fn new(limit: u32, window_secs: i64) -> Self {
-        RateLimiter { limit, window: Duration::seconds(window_secs), windows: Mutex::new(HashMap::new()) }
+        RateLimiter {
+            limit,
+            window: Duration::seconds(window_secs),
+            windows: Mutex::new(HashMap::new()),
+        }
     }
 
     pub fn login() -> Self {
@@ -47,9 +51,15 @@ impl RateLimiter {
             let window = self.window;
             windows.retain(|_, w| w.start + window > now);
         }
-        let w = windows.entry(ip).or_insert(Window { start: now, count: 0 });
+        let w = windows.entry(ip).or_insert(Window {
+            start: now,
+            count: 0,
+        });
         if w.start + self.window <= now {
-            *w = Window { start: now, count: 0 };
+            *w = Window {
+                start: now,
+                count: 0,
+            };
         }
         w.count = w.count.saturating_add(1);
         let reset_at = w.start + self.window;
@@ -85,9 +95,15 @@ mod tests {
         assert!(!d.allowed);
         assert_eq!(d.remaining, 0);
         assert_eq!(d.retry_after_secs, 15 * 60 - 100);
-        assert!(limiter.hit(b, clock.now()).allowed, "another address has its own window");
+        assert!(
+            limiter.hit(b, clock.now()).allowed,
+            "another address has its own window"
+        );
         clock.advance(Duration::seconds(15 * 60 - 100 - 1));
-        assert!(!limiter.hit(a, clock.now()).allowed, "one second before the reset");
+        assert!(
+            !limiter.hit(a, clock.now()).allowed,
+            "one second before the reset"
+        );
         clock.advance(Duration::seconds(1));
         let d = limiter.hit(a, clock.now());
         assert!(d.allowed);

@@ -46,9 +46,21 @@ impl SessionKeys {
     }
 
     /// Issues a token for a user; returns it with its expiry.
-    pub fn issue(&self, user_id: i64, username: &str, tv: i64, now: DateTime<Utc>) -> (String, DateTime<Utc>) {
+    pub fn issue(
+        &self,
+        user_id: i64,
+        username: &str,
+        tv: i64,
+        now: DateTime<Utc>,
+    ) -> (String, DateTime<Utc>) {
         let exp = now + chrono::Duration::seconds(self.lifetime.as_secs() as i64);
-        let claims = Claims { sub: user_id, username: username.to_owned(), tv: Some(tv), iat: now.timestamp(), exp: exp.timestamp() };
+        let claims = Claims {
+            sub: user_id,
+            username: username.to_owned(),
+            tv: Some(tv),
+            iat: now.timestamp(),
+            exp: exp.timestamp(),
+        };
         // HS256 over our own claims cannot fail to encode.
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
             .expect("HS256 encoding of plain claims");
@@ -107,11 +119,26 @@ mod tests {
     #[test]
     fn other_secret_and_missing_tv_are_refused() {
         let keys = SessionKeys::new("secret", Duration::from_secs(3600));
-        let (token, _) = SessionKeys::new("other", Duration::from_secs(3600)).issue(1, "a", 1, at(0));
+        let (token, _) =
+            SessionKeys::new("other", Duration::from_secs(3600)).issue(1, "a", 1, at(0));
         assert_eq!(keys.verify(&token, at(1)), Err(SessionError::Malformed));
-        let legacy = Claims { sub: 1, username: "a".into(), tv: None, iat: at(0).timestamp(), exp: at(100).timestamp() };
-        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &legacy, &EncodingKey::from_secret(b"secret")).unwrap();
-        assert_eq!(keys.verify(&token, at(1)), Err(SessionError::NoTokenVersion));
+        let legacy = Claims {
+            sub: 1,
+            username: "a".into(),
+            tv: None,
+            iat: at(0).timestamp(),
+            exp: at(100).timestamp(),
+        };
+        let token = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &legacy,
+            &EncodingKey::from_secret(b"secret"),
+        )
+        .unwrap();
+        assert_eq!(
+            keys.verify(&token, at(1)),
+            Err(SessionError::NoTokenVersion)
+        );
         assert_eq!(keys.verify("garbage", at(1)), Err(SessionError::Malformed));
     }
 }

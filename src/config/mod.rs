@@ -29,11 +29,29 @@ pub const SETTINGS_DEFAULTS: [(&str, &str); 6] = [
     ("activity_level_overrides", ""),
 ];
 
-const KNOWN_TOP_LEVEL: [&str; 8] =
-    ["jwtSecret", "secretKey", "oidc", "jwtExpiresIn", "settings", "logLevel", "port", "security"];
-const KNOWN_SECURITY: [&str; 4] =
-    ["allowed_networks", "trusted_proxies", "hsts", "allow_self_signed_agent_certificates"];
-const KNOWN_OIDC: [&str; 5] = ["enabled", "issuer", "client_id", "client_secret", "redirect_uri"];
+const KNOWN_TOP_LEVEL: [&str; 8] = [
+    "jwtSecret",
+    "secretKey",
+    "oidc",
+    "jwtExpiresIn",
+    "settings",
+    "logLevel",
+    "port",
+    "security",
+];
+const KNOWN_SECURITY: [&str; 4] = [
+    "allowed_networks",
+    "trusted_proxies",
+    "hsts",
+    "allow_self_signed_agent_certificates",
+];
+const KNOWN_OIDC: [&str; 5] = [
+    "enabled",
+    "issuer",
+    "client_id",
+    "client_secret",
+    "redirect_uri",
+];
 
 /// A snapshot of the environment variables the server reads, so tests can give
 /// their own.
@@ -42,11 +60,18 @@ pub struct Env(HashMap<String, String>);
 
 impl Env {
     pub fn from_process() -> Env {
-        Env(std::env::vars().filter(|(k, _)| k.starts_with("SVC_") || k == "LOG_LEVEL" || k == "LOG_FORMAT" || k == "NODE_ENV").collect())
+        Env(std::env::vars()
+            .filter(|(k, _)| {
+                k.starts_with("SVC_") || k == "LOG_LEVEL" || k == "LOG_FORMAT" || k == "NODE_ENV"
+            })
+            .collect())
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key).map(String::as_str).filter(|v| !v.is_empty())
+        self.0
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
     }
 
     pub fn with(mut self, key: &str, value: &str) -> Env {
@@ -66,7 +91,10 @@ pub fn log_format(env: &Env) -> Result<LogFormat, ConfigError> {
     match env.get("LOG_FORMAT") {
         Some("json") => Ok(LogFormat::Json),
         Some("pretty") => Ok(LogFormat::Pretty),
-        Some(other) => Err(ConfigError::new("LOG_FORMAT", format!("\"{other}\" is not json or pretty"))),
+        Some(other) => Err(ConfigError::new(
+            "LOG_FORMAT",
+            format!("\"{other}\" is not json or pretty"),
+        )),
         None if env.get("NODE_ENV") == Some("production") => Ok(LogFormat::Json),
         None => Ok(LogFormat::Pretty),
     }
@@ -87,7 +115,10 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError { field: field.into(), message: message.into() }
+        ConfigError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -174,7 +205,10 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let data_dir = data_dir(env);
     let path = config_path(env);
     fsutil::ensure_private_dir(&data_dir).map_err(|e| {
-        ConfigError::new("SVC_SERVER_DATA_DIR", format!("cannot create {}: {e}", data_dir.display()))
+        ConfigError::new(
+            "SVC_SERVER_DATA_DIR",
+            format!("cannot create {}: {e}", data_dir.display()),
+        )
     })?;
     let mut warnings = Vec::new();
     let mut notices = Vec::new();
@@ -182,21 +216,41 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let existing = match std::fs::read_to_string(&path) {
         Ok(text) => Some(text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(ConfigError::new("config", format!("cannot read {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(ConfigError::new(
+                "config",
+                format!("cannot read {}: {e}", path.display()),
+            ))
+        }
     };
     let doc: Value = match &existing {
-        Some(text) if !text.trim().is_empty() => serde_yaml_ng::from_str(text)
-            .map_err(|e| ConfigError::new("config", format!("{} is not valid YAML or JSON: {e}", path.display())))?,
+        Some(text) if !text.trim().is_empty() => serde_yaml_ng::from_str(text).map_err(|e| {
+            ConfigError::new(
+                "config",
+                format!("{} is not valid YAML or JSON: {e}", path.display()),
+            )
+        })?,
         _ => Value::Object(Map::new()),
     };
     let root = match doc {
         Value::Object(m) => m,
         Value::Null => Map::new(),
-        _ => return Err(ConfigError::new("config", format!("{} must hold a mapping of keys", path.display()))),
+        _ => {
+            return Err(ConfigError::new(
+                "config",
+                format!("{} must hold a mapping of keys", path.display()),
+            ))
+        }
     };
 
-    for key in root.keys().filter(|k| !KNOWN_TOP_LEVEL.contains(&k.as_str())) {
-        warnings.push(format!("Unknown configuration key \"{key}\" in {} (kept, not used)", path.display()));
+    for key in root
+        .keys()
+        .filter(|k| !KNOWN_TOP_LEVEL.contains(&k.as_str()))
+    {
+        warnings.push(format!(
+            "Unknown configuration key \"{key}\" in {} (kept, not used)",
+            path.display()
+        ));
     }
 
     let mut additions = Vec::new();
@@ -205,7 +259,11 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
         Some(s) => s,
         None => {
             let s = random_hex(64);
-            additions.push(Addition { section: None, key: "jwtSecret".into(), value: Value::String(s.clone()) });
+            additions.push(Addition {
+                section: None,
+                key: "jwtSecret".into(),
+                value: Value::String(s.clone()),
+            });
             s
         }
     };
@@ -214,19 +272,26 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
         None => {
             generated_secret_key = true;
             let s = random_hex(32);
-            additions.push(Addition { section: None, key: "secretKey".into(), value: Value::String(s.clone()) });
+            additions.push(Addition {
+                section: None,
+                key: "secretKey".into(),
+                value: Value::String(s.clone()),
+            });
             s
         }
     };
 
     let jwt_expires_in = match root.get("jwtExpiresIn") {
         None | Some(Value::Null) => Duration::from_secs(12 * 3600),
-        Some(v) => values::parse_lifetime(&scalar_text(v, "jwtExpiresIn")?).map_err(|m| ConfigError::new("jwtExpiresIn", m))?,
+        Some(v) => values::parse_lifetime(&scalar_text(v, "jwtExpiresIn")?)
+            .map_err(|m| ConfigError::new("jwtExpiresIn", m))?,
     };
 
     let mut port = match root.get("port") {
         None | Some(Value::Null) => 3010,
-        Some(v) => values::parse_port(&scalar_text(v, "port")?).map_err(|m| ConfigError::new("port", m))?,
+        Some(v) => {
+            values::parse_port(&scalar_text(v, "port")?).map_err(|m| ConfigError::new("port", m))?
+        }
     };
     if let Some(p) = env.get("SVC_SERVER_PORT") {
         port = values::parse_port(p).map_err(|m| ConfigError::new("SVC_SERVER_PORT", m))?;
@@ -234,7 +299,9 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
 
     let mut log_level = match root.get("logLevel") {
         None | Some(Value::Null) => LogLevel::Info,
-        Some(v) => scalar_text(v, "logLevel")?.parse().map_err(|m| ConfigError::new("logLevel", m))?,
+        Some(v) => scalar_text(v, "logLevel")?
+            .parse()
+            .map_err(|m| ConfigError::new("logLevel", m))?,
     };
     if let Some(level) = env_log_level(env)? {
         log_level = level;
@@ -249,7 +316,10 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     if existing.is_none() {
         let text = first_run_file(&jwt_secret, &secret_key);
         match fsutil::write_private_atomic(&path, text.as_bytes()) {
-            Ok(()) => notices.push(format!("Created configuration file {} with generated secrets", path.display())),
+            Ok(()) => notices.push(format!(
+                "Created configuration file {} with generated secrets",
+                path.display()
+            )),
             Err(e) => {
                 secret_key_persisted = false;
                 warnings.push(format!("Cannot write configuration file {}: {e}; generated secrets live only until the next restart, outbound registrations are refused", path.display()));
@@ -264,12 +334,19 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
                 reserialise(root.clone(), &additions)?
             }
         };
-        let names: Vec<String> = additions.iter().map(|a| match a.section {
-            Some(s) => format!("{s}.{}", a.key),
-            None => a.key.clone(),
-        }).collect();
+        let names: Vec<String> = additions
+            .iter()
+            .map(|a| match a.section {
+                Some(s) => format!("{s}.{}", a.key),
+                None => a.key.clone(),
+            })
+            .collect();
         match fsutil::write_private_atomic(&path, text.as_bytes()) {
-            Ok(()) => notices.push(format!("Added missing keys to {}: {}", path.display(), names.join(", "))),
+            Ok(()) => notices.push(format!(
+                "Added missing keys to {}: {}",
+                path.display(),
+                names.join(", ")
+            )),
             Err(e) => {
                 if generated_secret_key {
                     secret_key_persisted = false;
@@ -280,8 +357,14 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     } else if let Ok(meta) = std::fs::metadata(&path) {
         if meta.permissions().mode() & 0o077 != 0 {
             match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
-                Ok(()) => warnings.push(format!("{} was readable by others; its mode is now 0600", path.display())),
-                Err(e) => warnings.push(format!("{} is readable by others and its mode cannot be changed: {e}", path.display())),
+                Ok(()) => warnings.push(format!(
+                    "{} was readable by others; its mode is now 0600",
+                    path.display()
+                )),
+                Err(e) => warnings.push(format!(
+                    "{} is readable by others and its mode cannot be changed: {e}",
+                    path.display()
+                )),
             }
         }
     }
@@ -307,14 +390,26 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     })
 }
 
-fn parse_security(v: Option<&Value>, env: &Env, warnings: &mut Vec<String>) -> Result<SecurityConfig, ConfigError> {
+fn parse_security(
+    v: Option<&Value>,
+    env: &Env,
+    warnings: &mut Vec<String>,
+) -> Result<SecurityConfig, ConfigError> {
     let empty = Map::new();
     let block = section(v, "security", &empty)?;
-    for key in block.keys().filter(|k| !KNOWN_SECURITY.contains(&k.as_str())) {
-        warnings.push(format!("Unknown configuration key \"security.{key}\" (kept, not used)"));
+    for key in block
+        .keys()
+        .filter(|k| !KNOWN_SECURITY.contains(&k.as_str()))
+    {
+        warnings.push(format!(
+            "Unknown configuration key \"security.{key}\" (kept, not used)"
+        ));
     }
     let mut trusted_proxies = Vec::new();
-    for (i, item) in string_list(block.get("trusted_proxies"), "security.trusted_proxies")?.iter().enumerate() {
+    for (i, item) in string_list(block.get("trusted_proxies"), "security.trusted_proxies")?
+        .iter()
+        .enumerate()
+    {
         let field = format!("security.trusted_proxies[{i}]");
         trusted_proxies.push(ProxyRule::parse(item).map_err(|m| ConfigError::new(field, m))?);
     }
@@ -327,9 +422,13 @@ fn parse_security(v: Option<&Value>, env: &Env, warnings: &mut Vec<String>) -> R
             .collect::<Result<_, _>>()?;
     }
     let mut allowed_networks = Vec::new();
-    for (i, item) in string_list(block.get("allowed_networks"), "security.allowed_networks")?.iter().enumerate() {
+    for (i, item) in string_list(block.get("allowed_networks"), "security.allowed_networks")?
+        .iter()
+        .enumerate()
+    {
         let field = format!("security.allowed_networks[{i}]");
-        allowed_networks.push(values::parse_ipv4_net(item).map_err(|m| ConfigError::new(field, m))?);
+        allowed_networks
+            .push(values::parse_ipv4_net(item).map_err(|m| ConfigError::new(field, m))?);
     }
     Ok(SecurityConfig {
         hsts: opt_bool(block.get("hsts"), "security.hsts")?.unwrap_or(false),
@@ -347,7 +446,9 @@ fn parse_oidc(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<OidcConfi
     let empty = Map::new();
     let block = section(v, "oidc", &empty)?;
     for key in block.keys().filter(|k| !KNOWN_OIDC.contains(&k.as_str())) {
-        warnings.push(format!("Unknown configuration key \"oidc.{key}\" (kept, not used)"));
+        warnings.push(format!(
+            "Unknown configuration key \"oidc.{key}\" (kept, not used)"
+        ));
     }
     let enabled = opt_bool(block.get("enabled"), "oidc.enabled")?.unwrap_or(false);
     let text = |key: &str| -> Result<String, ConfigError> {
@@ -365,48 +466,79 @@ fn parse_oidc(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<OidcConfi
     };
     // URLs and credentials matter only while OIDC is switched on.
     if enabled {
-        for (key, value) in [("issuer", &oidc.issuer), ("client_id", &oidc.client_id), ("client_secret", &oidc.client_secret), ("redirect_uri", &oidc.redirect_uri)] {
+        for (key, value) in [
+            ("issuer", &oidc.issuer),
+            ("client_id", &oidc.client_id),
+            ("client_secret", &oidc.client_secret),
+            ("redirect_uri", &oidc.redirect_uri),
+        ] {
             if value.trim().is_empty() {
-                return Err(ConfigError::new(format!("oidc.{key}"), "is required while oidc.enabled is true"));
+                return Err(ConfigError::new(
+                    format!("oidc.{key}"),
+                    "is required while oidc.enabled is true",
+                ));
             }
         }
-        for (key, value) in [("issuer", &oidc.issuer), ("redirect_uri", &oidc.redirect_uri)] {
+        for (key, value) in [
+            ("issuer", &oidc.issuer),
+            ("redirect_uri", &oidc.redirect_uri),
+        ] {
             if !(value.starts_with("https://") || value.starts_with("http://")) {
-                return Err(ConfigError::new(format!("oidc.{key}"), format!("\"{value}\" is not an http(s) URL")));
+                return Err(ConfigError::new(
+                    format!("oidc.{key}"),
+                    format!("\"{value}\" is not an http(s) URL"),
+                ));
             }
         }
     }
     Ok(oidc)
 }
 
-fn parse_settings(v: Option<&Value>, additions: &mut Vec<Addition>, warnings: &mut Vec<String>) -> Result<Map<String, Value>, ConfigError> {
+fn parse_settings(
+    v: Option<&Value>,
+    additions: &mut Vec<Addition>,
+    warnings: &mut Vec<String>,
+) -> Result<Map<String, Value>, ConfigError> {
     let empty = Map::new();
     let block = section(v, "settings", &empty)?;
     let mut out = Map::new();
     for (key, default) in SETTINGS_DEFAULTS {
         let value = match block.get(key) {
             None => {
-                additions.push(Addition { section: Some("settings"), key: key.into(), value: Value::String(default.into()) });
+                additions.push(Addition {
+                    section: Some("settings"),
+                    key: key.into(),
+                    value: Value::String(default.into()),
+                });
                 default.to_owned()
             }
             Some(Value::Null) => String::new(),
             Some(v) => scalar_text(v, &format!("settings.{key}"))?,
         };
-        if key != "activity_level_overrides" && !(!value.is_empty() && value.bytes().all(|b| b.is_ascii_digit())) {
-            return Err(ConfigError::new(format!("settings.{key}"), format!("\"{value}\" is not a non-negative whole number")));
+        if key != "activity_level_overrides" && !is_whole_number(&value) {
+            return Err(ConfigError::new(
+                format!("settings.{key}"),
+                format!("\"{value}\" is not a non-negative whole number"),
+            ));
         }
         out.insert(key.to_owned(), Value::String(value));
     }
     for (key, value) in block {
         if !out.contains_key(key) {
-            warnings.push(format!("Unknown settings key \"settings.{key}\" (kept, not used)"));
+            warnings.push(format!(
+                "Unknown settings key \"settings.{key}\" (kept, not used)"
+            ));
             out.insert(key.clone(), value.clone());
         }
     }
     Ok(out)
 }
 
-fn section<'a>(v: Option<&'a Value>, name: &str, empty: &'a Map<String, Value>) -> Result<&'a Map<String, Value>, ConfigError> {
+fn section<'a>(
+    v: Option<&'a Value>,
+    name: &str,
+    empty: &'a Map<String, Value>,
+) -> Result<&'a Map<String, Value>, ConfigError> {
     match v {
         None | Some(Value::Null) => Ok(empty),
         Some(Value::Object(m)) => Ok(m),
@@ -427,7 +559,10 @@ fn opt_bool(v: Option<&Value>, field: &str) -> Result<Option<bool>, ConfigError>
     match v {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(ConfigError::new(field, format!("{other} is not true or false"))),
+        Some(other) => Err(ConfigError::new(
+            field,
+            format!("{other} is not true or false"),
+        )),
     }
 }
 
@@ -449,11 +584,18 @@ fn string_list(v: Option<&Value>, field: &str) -> Result<Vec<String>, ConfigErro
             .enumerate()
             .map(|(i, item)| match item {
                 Value::String(s) => Ok(s.clone()),
-                _ => Err(ConfigError::new(format!("{field}[{i}]"), "must be a string")),
+                _ => Err(ConfigError::new(
+                    format!("{field}[{i}]"),
+                    "must be a string",
+                )),
             })
             .collect(),
         Some(_) => Err(ConfigError::new(field, "must be a list")),
     }
+}
+
+fn is_whole_number(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
 fn random_hex(bytes: usize) -> String {
@@ -463,7 +605,9 @@ fn random_hex(bytes: usize) -> String {
 }
 
 fn verify_additions(text: &str, additions: &[Addition]) -> bool {
-    let Ok(doc) = serde_yaml_ng::from_str::<Value>(text) else { return false };
+    let Ok(doc) = serde_yaml_ng::from_str::<Value>(text) else {
+        return false;
+    };
     additions.iter().all(|a| {
         let parent = match a.section {
             None => Some(&doc),
@@ -473,7 +617,10 @@ fn verify_additions(text: &str, additions: &[Addition]) -> bool {
     })
 }
 
-fn reserialise(mut root: Map<String, Value>, additions: &[Addition]) -> Result<String, ConfigError> {
+fn reserialise(
+    mut root: Map<String, Value>,
+    additions: &[Addition],
+) -> Result<String, ConfigError> {
     for a in additions {
         let target = match a.section {
             None => &mut root,
@@ -484,7 +631,8 @@ fn reserialise(mut root: Map<String, Value>, additions: &[Addition]) -> Result<S
         };
         target.insert(a.key.clone(), a.value.clone());
     }
-    serde_yaml_ng::to_string(&Value::Object(root)).map_err(|e| ConfigError::new("config", e.to_string()))
+    serde_yaml_ng::to_string(&Value::Object(root))
+        .map_err(|e| ConfigError::new("config", e.to_string()))
 }
 
 fn first_run_file(jwt_secret: &str, secret_key: &str) -> String {

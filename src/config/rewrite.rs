@@ -77,8 +77,12 @@ fn add_to_json(text: &str, additions: &[Addition]) -> Result<String, String> {
 /// but a comment). A flow value on the header line cannot take a textual insertion.
 fn find_block_header(lines: &[String], section: &str) -> Result<Option<usize>, String> {
     for (i, line) in lines.iter().enumerate() {
-        let Some(rest) = line.strip_prefix(section) else { continue };
-        let Some(after) = rest.strip_prefix(':') else { continue };
+        let Some(rest) = line.strip_prefix(section) else {
+            continue;
+        };
+        let Some(after) = rest.strip_prefix(':') else {
+            continue;
+        };
         let after = after.trim();
         if after.is_empty() || after.starts_with('#') {
             return Ok(Some(i));
@@ -121,7 +125,11 @@ mod tests {
     use serde_json::json;
 
     fn add(section: Option<&'static str>, key: &str, value: Value) -> Addition {
-        Addition { section, key: key.into(), value }
+        Addition {
+            section,
+            key: key.into(),
+            value,
+        }
     }
 
     fn reparse(text: &str) -> Value {
@@ -135,14 +143,21 @@ mod tests {
             text,
             &[
                 add(None, "jwtSecret", json!("ab'cd")),
-                add(Some("settings"), "notification_retention_count", json!("500")),
+                add(
+                    Some("settings"),
+                    "notification_retention_count",
+                    json!("500"),
+                ),
             ],
         )
         .unwrap();
         assert!(out.contains("# operator notes"));
         assert!(out.contains("port: 3020 # mine"));
         assert!(out.contains("    # keep 60 days"));
-        assert!(out.contains("    notification_retention_count: '500'"), "{out}");
+        assert!(
+            out.contains("    notification_retention_count: '500'"),
+            "{out}"
+        );
         let doc = reparse(&out);
         assert_eq!(doc["jwtSecret"], "ab'cd");
         assert_eq!(doc["port"], 3020);
@@ -159,7 +174,10 @@ mod tests {
 
     #[test]
     fn flow_style_section_is_refused_so_the_caller_reserialises() {
-        let r = add_missing("settings: {a: '1'}\n", &[add(Some("settings"), "b", json!("2"))]);
+        let r = add_missing(
+            "settings: {a: '1'}\n",
+            &[add(Some("settings"), "b", json!("2"))],
+        );
         assert!(r.is_err());
     }
 
@@ -168,7 +186,10 @@ mod tests {
         let text = r#"{"port": 3011, "settings": {"token_retention_days": "5"}}"#;
         let out = add_missing(
             text,
-            &[add(None, "secretKey", json!("k")), add(Some("settings"), "x", json!("1"))],
+            &[
+                add(None, "secretKey", json!("k")),
+                add(Some("settings"), "x", json!("1")),
+            ],
         )
         .unwrap();
         let doc: Value = serde_json::from_str(&out).unwrap();

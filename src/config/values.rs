@@ -203,8 +203,14 @@ mod tests {
 
     #[test]
     fn ipv4_networks() {
-        assert_eq!(parse_ipv4_net("192.0.2.9").unwrap().to_string(), "192.0.2.9/32");
-        assert_eq!(parse_ipv4_net("192.0.2.9/24").unwrap().to_string(), "192.0.2.0/24");
+        assert_eq!(
+            parse_ipv4_net("192.0.2.9").unwrap().to_string(),
+            "192.0.2.9/32"
+        );
+        assert_eq!(
+            parse_ipv4_net("192.0.2.9/24").unwrap().to_string(),
+            "192.0.2.0/24"
+        );
         for bad in ["::1", "fe80::/10", "192.0.2.0/40", "x"] {
             assert!(parse_ipv4_net(bad).is_err(), "{bad} accepted");
         }

@@ -6,8 +6,11 @@
 use rusqlite::{params, Connection};
 
 /// Every file of `sql/`, in order. A test checks that none is missing here.
-pub const MIGRATIONS: &[(u32, &str, &str)] =
-    &[(1, "0001_users.sql", include_str!("../../sql/0001_users.sql"))];
+pub const MIGRATIONS: &[(u32, &str, &str)] = &[(
+    1,
+    "0001_users.sql",
+    include_str!("../../sql/0001_users.sql"),
+)];
 
 #[derive(Debug)]
 pub struct MigrationError {
@@ -94,8 +97,9 @@ mod tests {
         conn.execute_batch("CREATE TABLE users (x)").unwrap();
         let err = apply(&mut conn, "t").unwrap_err();
         assert_eq!(err.name, "0001_users.sql");
-        let recorded: i64 =
-            conn.query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0)).unwrap();
+        let recorded: i64 = conn
+            .query_row("SELECT COUNT(*) FROM schema_migrations", [], |r| r.get(0))
+            .unwrap();
         assert_eq!(recorded, 0);
     }
 }

@@ -22,21 +22,42 @@ pub fn login(app: &App, req: &Req) -> ApiResult {
 fn login_checked(app: &App, req: &Req, limit: &Decision) -> ApiResult {
     if !limit.allowed {
         log::warn!("Login rate limit reached for {}", req.client_ip);
-        return Err(ApiError::new(429, TOO_MANY_LOGINS).header("retry-after", limit.retry_after_secs.to_string()));
+        return Err(ApiError::new(429, TOO_MANY_LOGINS)
+            .header("retry-after", limit.retry_after_secs.to_string()));
     }
     let body = Body::parse(&req.body)?;
     let username = body.required_text("username")?;
     let password = body.required_text("password")?;
     let user = users::find_by_username(&app.db, &username)?;
     // Same work whether the user is unknown, has no local password, or typed it wrong.
-    let local_hash = user.as_ref().filter(|u| u.auth_methods.has_local()).and_then(|u| u.password_hash.as_deref());
+    let local_hash = user
+        .as_ref()
+        .filter(|u| u.auth_methods.has_local())
+        .and_then(|u| u.password_hash.as_deref());
     if !password::verify(&password, local_hash) {
-        log::info!("Failed login for \"{}\" from {}", username.escape_debug(), req.client_ip);
+        log::info!(
+            "Failed login for \"{}\" from {}",
+            username.escape_debug(),
+            req.client_ip
+        );
         return Err(ApiError::new(401, INVALID_CREDENTIALS));
     }
-    let Some(user) = user else { return Err(ApiError::new(401, INVALID_CREDENTIALS)) };
-    log::info!("User \"{}\" logged in from {}", user.username, req.client_ip);
-    Ok(set_session(app, req, Resp::ok(&json!({ "success": true })), user.id, &user.username, user.token_version))
+    let Some(user) = user else {
+        return Err(ApiError::new(401, INVALID_CREDENTIALS));
+    };
+    log::info!(
+        "User \"{}\" logged in from {}",
+        user.username,
+        req.client_ip
+    );
+    Ok(set_session(
+        app,
+        req,
+        Resp::ok(&json!({ "success": true })),
+        user.id,
+        &user.username,
+        user.token_version,
+    ))
 }
 
 fn with_rate_headers(limit: &Decision, result: ApiResult) -> ApiResult {
@@ -58,17 +79,28 @@ fn with_rate_headers(limit: &Decision, result: ApiResult) -> ApiResult {
 }
 
 /// Adds fresh session cookies for a user to an answer.
-pub fn set_session(app: &App, req: &Req, resp: Resp, user_id: i64, username: &str, tv: i64) -> Resp {
+pub fn set_session(
+    app: &App,
+    req: &Req,
+    resp: Resp,
+    user_id: i64,
+    username: &str,
+    tv: i64,
+) -> Resp {
     let (token, _) = app.sessions.issue(user_id, username, tv, app.clock.now());
-    let [session, auth] = cookies::session_cookies(&token, app.sessions.lifetime.as_secs(), req.https);
-    resp.header("set-cookie", session).header("set-cookie", auth)
+    let [session, auth] =
+        cookies::session_cookies(&token, app.sessions.lifetime.as_secs(), req.https);
+    resp.header("set-cookie", session)
+        .header("set-cookie", auth)
 }
 
 /// `POST /api/auth/logout`: clears the cookies; the token itself stays valid until
 /// it expires (the server keeps no session list).
 pub fn logout(_app: &App, req: &Req) -> ApiResult {
     let [session, auth] = cookies::cleared_cookies(req.https);
-    Ok(Resp::ok(&json!({ "success": true })).header("set-cookie", session).header("set-cookie", auth))
+    Ok(Resp::ok(&json!({ "success": true }))
+        .header("set-cookie", session)
+        .header("set-cookie", auth))
 }
 
 /// `GET /api/v1/me`
@@ -101,5 +133,8 @@ pub fn oidc_callback(_app: &App, req: &Req) -> ApiResult {
             Some(_) => {}
         }
     }
-    Err(ApiError::new(500, "Authentication failed: OIDC is not enabled"))
+    Err(ApiError::new(
+        500,
+        "Authentication failed: OIDC is not enabled",
+    ))
 }

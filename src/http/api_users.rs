@@ -44,8 +44,20 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
     let username = body.required_text("username")?;
     let password = body.optional_string("password")?.filter(|p| !p.is_empty());
     let auth_methods = parse_methods(&body)?.unwrap_or(AuthMethods::Local);
-    users::create(&app.db, NewUser { username: username.clone(), password, auth_methods }, iso(app.clock.now()))?;
-    log::info!("User \"{}\" created by \"{}\"", username.escape_debug(), session.username);
+    users::create(
+        &app.db,
+        NewUser {
+            username: username.clone(),
+            password,
+            auth_methods,
+        },
+        iso(app.clock.now()),
+    )?;
+    log::info!(
+        "User \"{}\" created by \"{}\"",
+        username.escape_debug(),
+        session.username
+    );
     Ok(Resp::json(201, &json!({ "status": "created" })))
 }
 
@@ -64,10 +76,22 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
     };
     let auth_methods = parse_methods(&body)?;
     let password_changed = password.is_some();
-    let updated = users::update(&app.db, id, UserUpdate { password, auth_methods }, iso(app.clock.now()))?;
+    let updated = users::update(
+        &app.db,
+        id,
+        UserUpdate {
+            password,
+            auth_methods,
+        },
+        iso(app.clock.now()),
+    )?;
     let resp = Resp::ok(&json!({ "status": "updated" }));
     if let Some(tv) = updated.new_token_version {
-        log::info!("Sessions of user \"{}\" revoked by a change from \"{}\"", updated.username, session.username);
+        log::info!(
+            "Sessions of user \"{}\" revoked by a change from \"{}\"",
+            updated.username,
+            session.username
+        );
         if password_changed && id == app.first_admin_id() {
             app.forget_initial_password();
         }

@@ -7,10 +7,20 @@
 //! socket down wakes tiny_http's blocked read and frees its thread. Above
 //! [`IdlePolicy::pressure_above`] open connections the allowed quiet time shrinks.
 //!
+//! It also relieves starvation. tiny_http's thread pool can leave a new connection
+//! queued with no thread to serve it: it counts a parked thread as free until that
+//! thread wakes, so in a burst more connections are queued than threads wake.
+//! Such a connection waits until some other connection ends, which for a
+//! keep-alive connection is the idle timeout. The reaper spots a connection with
+//! bytes waiting that no thread has read for a tick, and closes one idle
+//! keep-alive connection for each, so a thread frees up and takes the queued one.
+//!
 //! It also names tiny_http's threads (`http-accept`, `http-conn`), which inherit
 //! the name of the thread that created them, so a thread dump reads like the map.
 
-use nix::sys::socket::{getpeername, getsockname, shutdown, Shutdown, SockaddrLike, SockaddrStorage};
+use nix::sys::socket::{
+    getpeername, getsockname, shutdown, Shutdown, SockaddrLike, SockaddrStorage,
+};
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -81,6 +91,21 @@ pub struct ConnView {
     /// Quiet since: the end of the last request, else when first seen.
     pub quiet_for: Duration,
     pub completed_a_request: bool,
+    /// Bytes received and not yet read by anyone.
+    pub unread: usize,
+}
+
+impl ConnView {
+    /// Sent a request that no thread has read for at least one tick: queued in
+    /// tiny_http's pool with no thread.
+    pub fn starved(&self, tick: Duration) -> bool {
+        !self.busy && !self.completed_a_request && self.unread > 0 && self.quiet_for >= tick
+    }
+
+    /// Holds a thread while waiting for a next request that has not come.
+    pub fn idle_keep_alive(&self) -> bool {
+        !self.busy && self.completed_a_request && self.unread == 0
+    }
 }
 
 /// The reaper's rule, without I/O.
@@ -100,16 +125,23 @@ pub fn should_close(conn: ConnView, open: usize, policy: &IdlePolicy) -> bool {
 
 impl ConnTracker {
     pub fn new(port: u16) -> Self {
-        ConnTracker { port, tracked: Mutex::new(Tracked::default()) }
+        ConnTracker {
+            port,
+            tracked: Mutex::new(Tracked::default()),
+        }
     }
 
     pub fn busy(&self, peer: SocketAddr) -> Busy<'_> {
         *self.tracked.lock().in_flight.entry(peer).or_insert(0) += 1;
-        Busy { tracker: self, peer }
+        Busy {
+            tracker: self,
+            peer,
+        }
     }
 
-    /// One pass: closes the connections the policy says to; returns (open, closed).
-    pub fn reap(&self, policy: &IdlePolicy) -> (usize, usize) {
+    /// One pass: closes the connections the policy says to, and idle keep-alive
+    /// ones to free a thread for each starved connection; returns (open, closed).
+    pub fn reap(&self, policy: &IdlePolicy, tick: Duration) -> (usize, usize) {
         let now = Instant::now();
         let sockets = accepted_sockets(self.port);
         let mut t = self.tracked.lock();
@@ -117,19 +149,35 @@ impl ConnTracker {
         t.first_seen.retain(|p, _| present.contains(p));
         t.last_done.retain(|p, _| present.contains(p));
         let mut to_close = Vec::new();
+        let mut starved = 0;
+        let mut spare = Vec::new();
         for &(fd, peer) in &sockets {
             let first_seen = *t.first_seen.entry(peer).or_insert(now);
             let last_done = t.last_done.get(&peer).copied();
+            let busy = t.in_flight.contains_key(&peer);
             let view = ConnView {
-                busy: t.in_flight.contains_key(&peer),
+                busy,
                 quiet_for: now.saturating_duration_since(last_done.unwrap_or(first_seen)),
                 completed_a_request: last_done.is_some(),
+                unread: if busy { 0 } else { unread_bytes(fd) },
             };
             if should_close(view, sockets.len(), policy) {
                 to_close.push((fd, peer));
+            } else if view.starved(tick) {
+                starved += 1;
+            } else if view.idle_keep_alive() {
+                spare.push((view.quiet_for, fd, peer));
             }
         }
         drop(t);
+        // The longest-idle keep-alive connections make room first.
+        spare.sort_by_key(|s| std::cmp::Reverse(s.0));
+        to_close.extend(
+            spare
+                .into_iter()
+                .take(starved)
+                .map(|(_, fd, peer)| (fd, peer)),
+        );
         let mut closed = 0;
         for (fd, peer) in to_close {
             // Check the descriptor still is that connection: it may have been closed
@@ -142,9 +190,23 @@ impl ConnTracker {
     }
 }
 
+/// Bytes in a socket's receive queue.
+fn unread_bytes(fd: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer; a bad fd only errors.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if rc == 0 {
+        n.max(0) as usize
+    } else {
+        0
+    }
+}
+
 /// Accepted TCP sockets of this process on `port`: (descriptor, peer).
 fn accepted_sockets(port: u16) -> Vec<(RawFd, SocketAddr)> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
         .filter_map(|fd| Some((fd, peer_of(fd, port)?)))
         .collect()
@@ -174,9 +236,17 @@ fn socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
 /// Names tiny_http's threads: its accept thread keeps `http-accept`; the connection
 /// threads it spawns inherited that name and become `http-conn`.
 pub fn name_inherited_threads(accept_tid: Option<i32>) {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return };
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return;
+    };
     for task in tasks.flatten() {
-        let Some(tid) = task.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let Some(tid) = task
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
         if Some(tid) == accept_tid {
             continue;
         }
@@ -192,7 +262,9 @@ pub const CONN_THREAD: &str = "http-conn";
 
 /// The thread ids of this process now named `name`.
 pub fn tids_named(name: &str) -> Vec<i32> {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return Vec::new() };
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
     tasks
         .flatten()
         .filter_map(|t| {
@@ -208,18 +280,77 @@ mod tests {
     use super::*;
 
     fn view(busy: bool, quiet: u64, completed: bool) -> ConnView {
-        ConnView { busy, quiet_for: Duration::from_secs(quiet), completed_a_request: completed }
+        ConnView {
+            busy,
+            quiet_for: Duration::from_secs(quiet),
+            completed_a_request: completed,
+            unread: 0,
+        }
+    }
+
+    #[test]
+    fn starved_and_spare_connections() {
+        let tick = Duration::from_millis(250);
+        let waiting = ConnView {
+            busy: false,
+            quiet_for: tick,
+            completed_a_request: false,
+            unread: 80,
+        };
+        assert!(waiting.starved(tick));
+        assert!(
+            !ConnView {
+                quiet_for: Duration::from_millis(10),
+                ..waiting
+            }
+            .starved(tick),
+            "give its thread a tick"
+        );
+        assert!(
+            !ConnView {
+                unread: 0,
+                ..waiting
+            }
+            .starved(tick),
+            "a silent client is just slow"
+        );
+        assert!(
+            !ConnView {
+                completed_a_request: true,
+                ..waiting
+            }
+            .starved(tick),
+            "has its thread"
+        );
+        let idle = ConnView {
+            busy: false,
+            quiet_for: tick,
+            completed_a_request: true,
+            unread: 0,
+        };
+        assert!(idle.idle_keep_alive());
+        assert!(!ConnView { busy: true, ..idle }.idle_keep_alive());
+        assert!(
+            !ConnView { unread: 5, ..idle }.idle_keep_alive(),
+            "its next request is arriving"
+        );
     }
 
     #[test]
     fn policy() {
         let p = IdlePolicy::default();
-        assert!(!should_close(view(true, 999, true), 10, &p), "busy is never closed");
+        assert!(
+            !should_close(view(true, 999, true), 10, &p),
+            "busy is never closed"
+        );
         assert!(!should_close(view(false, 4, true), 10, &p));
         assert!(should_close(view(false, 5, true), 10, &p));
         assert!(!should_close(view(false, 9, false), 10, &p));
         assert!(should_close(view(false, 10, false), 10, &p));
-        assert!(should_close(view(false, 1, false), 513, &p), "pressure shortens the wait");
+        assert!(
+            should_close(view(false, 1, false), 513, &p),
+            "pressure shortens the wait"
+        );
         assert!(!should_close(view(true, 1, false), 513, &p));
     }
 

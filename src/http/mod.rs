@@ -34,7 +34,11 @@ pub struct HttpServer {
     _server: Arc<tiny_http::Server>,
 }
 
-pub fn start(app: Arc<App>, listener: TcpListener, shutdown: Shutdown) -> std::io::Result<HttpServer> {
+pub fn start(
+    app: Arc<App>,
+    listener: TcpListener,
+    shutdown: Shutdown,
+) -> std::io::Result<HttpServer> {
     let port = listener.local_addr()?.port();
     // tiny_http's accept thread (and the connection threads it spawns) inherit the
     // name of the thread that creates them; create it from one named for it.
@@ -43,7 +47,10 @@ pub fn start(app: Arc<App>, listener: TcpListener, shutdown: Shutdown) -> std::i
         .spawn(move || {
             let me = nix::unistd::gettid().as_raw();
             let server = tiny_http::Server::from_listener(listener, None);
-            let accept_tid = conns::tids_named(conns::ACCEPT_THREAD).into_iter().filter(|&t| t != me).min();
+            let accept_tid = conns::tids_named(conns::ACCEPT_THREAD)
+                .into_iter()
+                .filter(|&t| t != me)
+                .min();
             (server, accept_tid)
         })?
         .join()
@@ -54,39 +61,59 @@ pub fn start(app: Arc<App>, listener: TcpListener, shutdown: Shutdown) -> std::i
     let (done_tx, done) = bounded(WORKERS);
     let mut workers = Vec::new();
     for i in 0..WORKERS {
-        let (server, app, tracker, shutdown, done_tx) = (server.clone(), app.clone(), tracker.clone(), shutdown.clone(), done_tx.clone());
-        workers.push(std::thread::Builder::new().name(format!("http-worker-{i}")).spawn(move || {
-            while !shutdown.is_set() {
-                match server.recv_timeout(Duration::from_millis(200)) {
-                    Ok(Some(rq)) => serve(&app, &tracker, rq),
-                    Ok(None) => {}
-                    Err(e) => {
-                        crate::fatal!("The HTTP listener failed: {e}");
-                        shutdown.trigger();
+        let (server, app, tracker, shutdown, done_tx) = (
+            server.clone(),
+            app.clone(),
+            tracker.clone(),
+            shutdown.clone(),
+            done_tx.clone(),
+        );
+        workers.push(
+            std::thread::Builder::new()
+                .name(format!("http-worker-{i}"))
+                .spawn(move || {
+                    while !shutdown.is_set() {
+                        match server.recv_timeout(Duration::from_millis(200)) {
+                            Ok(Some(rq)) => serve(&app, &tracker, rq),
+                            Ok(None) => {}
+                            Err(e) => {
+                                crate::fatal!("The HTTP listener failed: {e}");
+                                shutdown.trigger();
+                            }
+                        }
                     }
-                }
-            }
-            let _ = done_tx.send(());
-        })?);
+                    let _ = done_tx.send(());
+                })?,
+        );
     }
 
     let reaper_shutdown = shutdown.clone();
-    std::thread::Builder::new().name("http-reaper".into()).spawn(move || {
-        let policy = IdlePolicy::default();
-        let mut pressed = false;
-        while !reaper_shutdown.wait_timeout(Duration::from_millis(500)) {
-            let (open, closed) = tracker.reap(&policy);
-            if open > policy.pressure_above && !pressed {
-                log::warn!("{open} open HTTP connections: closing idle ones after {:?}", policy.pressed);
+    std::thread::Builder::new()
+        .name("http-reaper".into())
+        .spawn(move || {
+            let policy = IdlePolicy::default();
+            let tick = Duration::from_millis(250);
+            let mut pressed = false;
+            while !reaper_shutdown.wait_timeout(tick) {
+                let (open, closed) = tracker.reap(&policy, tick);
+                if open > policy.pressure_above && !pressed {
+                    log::warn!(
+                        "{open} open HTTP connections: closing idle ones after {:?}",
+                        policy.pressed
+                    );
+                }
+                pressed = open > policy.pressure_above;
+                if closed > 0 {
+                    log::debug!("Closed {closed} idle HTTP connections of {open}");
+                }
+                conns::name_inherited_threads(accept_tid);
             }
-            pressed = open > policy.pressure_above;
-            if closed > 0 {
-                log::debug!("Closed {closed} idle HTTP connections of {open}");
-            }
-            conns::name_inherited_threads(accept_tid);
-        }
-    })?;
-    Ok(HttpServer { workers, done, _server: server })
+        })?;
+    Ok(HttpServer {
+        workers,
+        done,
+        _server: server,
+    })
 }
 
 impl HttpServer {
@@ -108,9 +135,9 @@ fn serve(app: &App, tracker: &ConnTracker, mut rq: tiny_http::Request) {
     let peer = rq.remote_addr().copied();
     let _busy = peer.map(|p| tracker.busy(p));
     let resp = match lifecycle::contain_panics(|| handle(app, &mut rq)) {
-        Ok(Some(resp)) => resp,
-        Ok(None) => return,
-        Err(()) => ApiError::internal().into_resp(),
+        Some(Some(resp)) => resp,
+        Some(None) => return,
+        None => ApiError::internal().into_resp(),
     };
     let hsts = app.config.security.hsts;
     if let Err(e) = rq.respond(to_tiny(resp, hsts)) {
@@ -121,7 +148,9 @@ fn serve(app: &App, tracker: &ConnTracker, mut rq: tiny_http::Request) {
 fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
     let req = match Req::read(rq, &app.config.security.trusted_proxies) {
         Ok(req) => req,
-        Err(ReadError::TooLarge) => return Some(ApiError::new(413, "body: larger than 1 MiB").into_resp()),
+        Err(ReadError::TooLarge) => {
+            return Some(ApiError::new(413, "body: larger than 1 MiB").into_resp())
+        }
         Err(ReadError::Io(e)) => {
             log::debug!("Could not read a request: {e}");
             return None;
@@ -148,7 +177,10 @@ fn to_tiny(resp: Resp, hsts: bool) -> tiny_http::Response<std::io::Cursor<Vec<u8
     add("Cache-Control", "no-store");
     add("X-Content-Type-Options", "nosniff");
     if hsts {
-        add("Strict-Transport-Security", "max-age=15552000; includeSubDomains");
+        add(
+            "Strict-Transport-Security",
+            "max-age=15552000; includeSubDomains",
+        );
     }
     for (name, value) in &resp.headers {
         add(name, value);

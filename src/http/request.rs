@@ -1,8 +1,8 @@
 //! A request as handlers see it: method, decoded path, query, headers, body, and
 //! the caller's address as far as it can be believed.
 
-use crate::config::ProxyRule;
 use crate::config::values::canonical_ip;
+use crate::config::ProxyRule;
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 
@@ -30,23 +30,44 @@ pub enum ReadError {
 
 impl Req {
     pub fn read(rq: &mut tiny_http::Request, trusted: &[ProxyRule]) -> Result<Req, ReadError> {
-        let peer = rq.remote_addr().copied().unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
+        let peer = rq
+            .remote_addr()
+            .copied()
+            .unwrap_or_else(|| SocketAddr::from(([0, 0, 0, 0], 0)));
         let headers: Vec<(String, String)> = rq
             .headers()
             .iter()
-            .map(|h| (h.field.as_str().as_str().to_ascii_lowercase(), h.value.as_str().to_owned()))
+            .map(|h| {
+                (
+                    h.field.as_str().as_str().to_ascii_lowercase(),
+                    h.value.as_str().to_owned(),
+                )
+            })
             .collect();
         let (raw_path, raw_query) = match rq.url().split_once('?') {
             Some((p, q)) => (p.to_owned(), q.to_owned()),
             None => (rq.url().to_owned(), String::new()),
         };
         let mut body = Vec::new();
-        rq.as_reader().take(MAX_BODY as u64 + 1).read_to_end(&mut body).map_err(ReadError::Io)?;
+        rq.as_reader()
+            .take(MAX_BODY as u64 + 1)
+            .read_to_end(&mut body)
+            .map_err(ReadError::Io)?;
         if body.len() > MAX_BODY {
             return Err(ReadError::TooLarge);
         }
-        let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-        let (client_ip, https) = client_address(peer.ip(), header("x-forwarded-for"), header("x-forwarded-proto"), trusted);
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let (client_ip, https) = client_address(
+            peer.ip(),
+            header("x-forwarded-for"),
+            header("x-forwarded-proto"),
+            trusted,
+        );
         Ok(Req {
             method: rq.method().as_str().to_ascii_uppercase(),
             path: raw_path,
@@ -60,21 +81,34 @@ impl Req {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn query_param(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     /// The path split into decoded segments, e.g. `/api/v1/users/3` → `[api, v1, users, 3]`.
     pub fn segments(&self) -> Vec<String> {
-        self.path.split('/').filter(|s| !s.is_empty()).map(percent_decode).collect()
+        self.path
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(percent_decode)
+            .collect()
     }
 
     /// The session token: cookie `svc_session`, else `Authorization: Bearer`.
     pub fn session_token(&self) -> Option<&str> {
-        if let Some(t) = self.header("cookie").and_then(|c| crate::auth::cookies::find(c, crate::auth::cookies::SESSION_COOKIE)) {
+        if let Some(t) = self
+            .header("cookie")
+            .and_then(|c| crate::auth::cookies::find(c, crate::auth::cookies::SESSION_COOKIE))
+        {
             return Some(t);
         }
         self.bearer_token()
@@ -90,7 +124,12 @@ impl Req {
 /// Who the caller is, believing forwarding headers only from trusted proxies.
 /// Walks `X-Forwarded-For` from the right and stops at the first address that is
 /// not a trusted proxy, so a client cannot forge its address by prepending entries.
-pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, forwarded_proto: Option<&str>, trusted: &[ProxyRule]) -> (IpAddr, bool) {
+pub fn client_address(
+    peer: IpAddr,
+    forwarded_for: Option<&str>,
+    forwarded_proto: Option<&str>,
+    trusted: &[ProxyRule],
+) -> (IpAddr, bool) {
     let peer = canonical_ip(peer);
     let is_trusted = |ip: IpAddr| trusted.iter().any(|r| r.contains(ip));
     if !is_trusted(peer) {
@@ -102,7 +141,9 @@ pub fn client_address(peer: IpAddr, forwarded_for: Option<&str>, forwarded_proto
     let mut client = peer;
     if let Some(list) = forwarded_for {
         for hop in list.split(',').rev() {
-            let Ok(ip) = hop.trim().parse::<IpAddr>() else { break };
+            let Ok(ip) = hop.trim().parse::<IpAddr>() else {
+                break;
+            };
             client = canonical_ip(ip);
             if !is_trusted(client) {
                 break;
@@ -157,7 +198,10 @@ mod tests {
     fn forwarded_headers_only_from_trusted_peers() {
         let peer: IpAddr = "127.0.0.1".parse().unwrap();
         let none = rules(&[]);
-        assert_eq!(client_address(peer, Some("198.51.100.7"), Some("https"), &none), (peer, false));
+        assert_eq!(
+            client_address(peer, Some("198.51.100.7"), Some("https"), &none),
+            (peer, false)
+        );
         let lo = rules(&["loopback"]);
         let (ip, https) = client_address(peer, Some("198.51.100.7"), Some("https"), &lo);
         assert_eq!(ip.to_string(), "198.51.100.7");
@@ -167,7 +211,8 @@ mod tests {
         assert_eq!(ip.to_string(), "198.51.100.7");
         // Several trusted hops are skipped.
         let chain = rules(&["loopback", "10.0.0.0/8"]);
-        let (ip, https) = client_address(peer, Some("198.51.100.7, 10.1.1.1"), Some("http"), &chain);
+        let (ip, https) =
+            client_address(peer, Some("198.51.100.7, 10.1.1.1"), Some("http"), &chain);
         assert_eq!(ip.to_string(), "198.51.100.7");
         assert!(!https);
         // A garbage entry stops the walk at the last good address.
@@ -181,6 +226,13 @@ mod tests {
         assert_eq!(percent_decode("100%"), "100%");
         assert_eq!(percent_decode("%zz"), "%zz");
         assert_eq!(percent_decode("%é%"), "%é%");
-        assert_eq!(parse_query("code=a%3Db&state=&x"), vec![("code".into(), "a=b".into()), ("state".into(), "".into()), ("x".into(), "".into())]);
+        assert_eq!(
+            parse_query("code=a%3Db&state=&x"),
+            vec![
+                ("code".into(), "a=b".into()),
+                ("state".into(), "".into()),
+                ("x".into(), "".into())
+            ]
+        );
     }
 }

@@ -13,7 +13,12 @@ pub struct Resp {
 impl Resp {
     pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Resp {
         let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
-        Resp { status, headers: Vec::new(), body, content_type: "application/json; charset=utf-8" }
+        Resp {
+            status,
+            headers: Vec::new(),
+            body,
+            content_type: "application/json; charset=utf-8",
+        }
     }
 
     pub fn ok<T: Serialize + ?Sized>(value: &T) -> Resp {
@@ -36,7 +41,11 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(status: u16, message: impl Into<String>) -> ApiError {
-        ApiError { status, message: message.into(), headers: Vec::new() }
+        ApiError {
+            status,
+            message: message.into(),
+            headers: Vec::new(),
+        }
     }
 
     pub fn bad_request(message: impl Into<String>) -> ApiError {

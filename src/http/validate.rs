@@ -61,11 +61,23 @@ mod tests {
 
     #[test]
     fn shapes() {
-        assert_eq!(Body::parse(b"[1]").err().unwrap().message, "body: must be a JSON object");
-        assert_eq!(Body::parse(b"{").err().unwrap().message, "body: is not valid JSON");
+        assert_eq!(
+            Body::parse(b"[1]").err().unwrap().message,
+            "body: must be a JSON object"
+        );
+        assert_eq!(
+            Body::parse(b"{").err().unwrap().message,
+            "body: is not valid JSON"
+        );
         let b = Body::parse(br#"{"a": "", "b": 3, "c": "x"}"#).unwrap();
-        assert_eq!(b.required_text("a").unwrap_err().message, "a: must not be empty");
-        assert_eq!(b.required_text("b").unwrap_err().message, "b: must be a string");
+        assert_eq!(
+            b.required_text("a").unwrap_err().message,
+            "a: must not be empty"
+        );
+        assert_eq!(
+            b.required_text("b").unwrap_err().message,
+            "b: must be a string"
+        );
         assert_eq!(b.required_text("z").unwrap_err().message, "z: is required");
         assert_eq!(b.required_text("c").unwrap(), "x");
         assert_eq!(b.optional_string("z").unwrap(), None);

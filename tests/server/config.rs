@@ -14,7 +14,10 @@ fn first_start_creates_a_private_config_with_generated_secrets() {
     let path = server.launch.config_path();
     assert_eq!(mode(&path), 0o600);
     assert_eq!(mode(&server.launch.data_dir()), 0o700);
-    assert_eq!(mode(&server.launch.data_dir().join("vrrp-monitor.db")), 0o600);
+    assert_eq!(
+        mode(&server.launch.data_dir().join("vrrp-monitor.db")),
+        0o600
+    );
     let doc = yaml(&path);
     let jwt = doc["jwtSecret"].as_str().unwrap();
     assert_eq!(jwt.len(), 128, "64 random bytes as hex");
@@ -39,8 +42,15 @@ fn a_complete_file_is_not_rewritten_and_secrets_survive_a_restart() {
     assert!(status.success());
     let before = std::fs::read_to_string(launch.config_path()).unwrap();
     let server = launch.start();
-    assert_eq!(std::fs::read_to_string(server.launch.config_path()).unwrap(), before);
-    assert_eq!(server.get("/api/v1/me", Auth::Cookie(&token)).status, 200, "the same jwtSecret signs across restarts");
+    assert_eq!(
+        std::fs::read_to_string(server.launch.config_path()).unwrap(),
+        before
+    );
+    assert_eq!(
+        server.get("/api/v1/me", Auth::Cookie(&token)).status,
+        200,
+        "the same jwtSecret signs across restarts"
+    );
 }
 
 #[test]
@@ -52,21 +62,33 @@ fn missing_known_keys_are_added_keeping_comments_and_unknown_keys() {
     assert!(written.contains("# keep tokens two months"));
     assert!(written.contains("favouriteColour: teal"));
     let doc = yaml(&server.launch.config_path());
-    assert_eq!(doc["settings"]["token_retention_days"], 60, "the operator's value is left as written");
+    assert_eq!(
+        doc["settings"]["token_retention_days"], 60,
+        "the operator's value is left as written"
+    );
     assert_eq!(doc["settings"]["notification_retention_days"], "90");
     assert_eq!(doc["settings"]["my_extra"], "x");
     assert_eq!(doc["jwtSecret"].as_str().unwrap().len(), 128);
     assert_eq!(mode(&server.launch.config_path()), 0o600);
     let log = server.log_text();
-    assert!(log.contains("Unknown configuration key \\\"favouriteColour\\\""), "{log}");
-    assert!(log.contains("Unknown settings key \\\"settings.my_extra\\\""), "{log}");
+    assert!(
+        log.contains("Unknown configuration key \\\"favouriteColour\\\""),
+        "{log}"
+    );
+    assert!(
+        log.contains("Unknown settings key \\\"settings.my_extra\\\""),
+        "{log}"
+    );
 }
 
 #[test]
 fn old_settings_keys_are_ignored_with_an_unknown_key_warning() {
     let server = Launch::new().config("settings:\n  retention_invalid_tokens_days: '7'\n  retention_invalid_tokens_count: '3'\n").start();
     let doc = yaml(&server.launch.config_path());
-    assert_eq!(doc["settings"]["token_retention_days"], "30", "the old value is not taken over");
+    assert_eq!(
+        doc["settings"]["token_retention_days"], "30",
+        "the old value is not taken over"
+    );
     let log = server.log_text();
     assert!(log.contains("settings.retention_invalid_tokens_days"));
     assert!(log.contains("settings.retention_invalid_tokens_count"));
@@ -76,7 +98,9 @@ fn old_settings_keys_are_ignored_with_an_unknown_key_warning() {
 fn a_json_config_loads_and_stays_json() {
     let launch = Launch::new().without_env("SVC_SERVER_PORT");
     let port = launch.port;
-    let launch = launch.config(&format!("{{\"port\": {port}, \"security\": {{\"hsts\": true}}}}"));
+    let launch = launch.config(&format!(
+        "{{\"port\": {port}, \"security\": {{\"hsts\": true}}}}"
+    ));
     // The harness passes SVC_SERVER_PORT; run this one by hand without it.
     let mut cmd = std::process::Command::new(binary());
     cmd.env_clear()
@@ -100,7 +124,8 @@ fn a_json_config_loads_and_stays_json() {
     assert!(answer.headers().get("strict-transport-security").is_some());
     let _ = child.kill();
     let _ = child.wait();
-    let doc: Value = serde_json::from_str(&std::fs::read_to_string(launch.config_path()).unwrap()).expect("still JSON");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(launch.config_path()).unwrap())
+        .expect("still JSON");
     assert_eq!(doc["port"], port);
     assert_eq!(doc["jwtSecret"].as_str().unwrap().len(), 128);
     assert_eq!(doc["settings"]["notification_cleanup_interval_hours"], "24");
@@ -112,7 +137,11 @@ fn assert_start_fails(launch: Launch, field: &str) {
     assert_eq!(status.code(), Some(1), "exit code; log: {lines:?}");
     let fatal = fatal_lines(&lines);
     assert_eq!(fatal.len(), 1, "one fatal line: {lines:?}");
-    assert!(fatal[0].contains(field), "fatal line names {field}: {}", fatal[0]);
+    assert!(
+        fatal[0].contains(field),
+        "fatal line names {field}: {}",
+        fatal[0]
+    );
 }
 
 #[test]
@@ -121,12 +150,27 @@ fn invalid_values_end_the_start_with_one_fatal_line_naming_the_field() {
         ("port: 70000\n", "port"),
         ("jwtExpiresIn: 12x\n", "jwtExpiresIn"),
         ("logLevel: chatty\n", "logLevel"),
-        ("security:\n  trusted_proxies: ['loopback', 'not-an-ip']\n", "security.trusted_proxies[1]"),
-        ("security:\n  allowed_networks: ['10.0.0.0/33']\n", "security.allowed_networks[0]"),
+        (
+            "security:\n  trusted_proxies: ['loopback', 'not-an-ip']\n",
+            "security.trusted_proxies[1]",
+        ),
+        (
+            "security:\n  allowed_networks: ['10.0.0.0/33']\n",
+            "security.allowed_networks[0]",
+        ),
         ("security:\n  hsts: 'sometimes'\n", "security.hsts"),
-        ("oidc:\n  enabled: true\n  issuer: https://id.example\n", "oidc.client_id"),
-        ("settings:\n  token_retention_days: -1\n", "settings.token_retention_days"),
-        ("settings:\n  notification_retention_count: lots\n", "settings.notification_retention_count"),
+        (
+            "oidc:\n  enabled: true\n  issuer: https://id.example\n",
+            "oidc.client_id",
+        ),
+        (
+            "settings:\n  token_retention_days: -1\n",
+            "settings.token_retention_days",
+        ),
+        (
+            "settings:\n  notification_retention_count: lots\n",
+            "settings.notification_retention_count",
+        ),
         ("port: [1, 2\n", "config"),
         ("- just\n- a list\n", "config"),
     ];
@@ -138,9 +182,15 @@ fn invalid_values_end_the_start_with_one_fatal_line_naming_the_field() {
 #[test]
 fn invalid_environment_overrides_end_the_start() {
     for port in ["0", "65536", "http"] {
-        assert_start_fails(Launch::new().env("SVC_SERVER_PORT", port), "SVC_SERVER_PORT");
+        assert_start_fails(
+            Launch::new().env("SVC_SERVER_PORT", port),
+            "SVC_SERVER_PORT",
+        );
     }
-    assert_start_fails(Launch::new().env("SVC_TRUSTED_PROXIES", "loopback,nonsense"), "SVC_TRUSTED_PROXIES");
+    assert_start_fails(
+        Launch::new().env("SVC_TRUSTED_PROXIES", "loopback,nonsense"),
+        "SVC_TRUSTED_PROXIES",
+    );
     assert_start_fails(Launch::new().env("LOG_LEVEL", "loud"), "LOG_LEVEL");
     assert_start_fails(Launch::new().env("LOG_FORMAT", "xml"), "LOG_FORMAT");
 }
@@ -158,14 +208,18 @@ fn a_failed_migration_ends_the_start() {
     let launch = Launch::new();
     std::fs::create_dir_all(launch.data_dir()).unwrap();
     let conn = rusqlite::Connection::open(launch.data_dir().join("vrrp-monitor.db")).unwrap();
-    conn.execute_batch("CREATE TABLE users (something_else TEXT)").unwrap();
+    conn.execute_batch("CREATE TABLE users (something_else TEXT)")
+        .unwrap();
     drop(conn);
     assert_start_fails(launch, "0001_users.sql");
 }
 
 #[test]
 fn log_level_and_format_from_the_environment() {
-    let (status, _) = Launch::new().env("LOG_LEVEL", "silent").env("SVC_SERVER_PORT", "0").run_to_exit();
+    let (status, _) = Launch::new()
+        .env("LOG_LEVEL", "silent")
+        .env("SVC_SERVER_PORT", "0")
+        .run_to_exit();
     assert_eq!(status.code(), Some(1));
     let out = std::process::Command::new(binary())
         .env_clear()
@@ -175,7 +229,11 @@ fn log_level_and_format_from_the_environment() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(out.stderr.is_empty(), "silent prints nothing: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.stderr.is_empty(),
+        "silent prints nothing: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let out = std::process::Command::new(binary())
         .env_clear()
         .env("SVC_SERVER_DATA_DIR", tempfile::tempdir().unwrap().path())
@@ -183,7 +241,10 @@ fn log_level_and_format_from_the_environment() {
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stderr);
-    assert!(text.contains("FATAL"), "pretty is the default outside production: {text}");
+    assert!(
+        text.contains("FATAL"),
+        "pretty is the default outside production: {text}"
+    );
     let out = std::process::Command::new(binary())
         .env_clear()
         .env("SVC_SERVER_DATA_DIR", tempfile::tempdir().unwrap().path())
@@ -192,7 +253,11 @@ fn log_level_and_format_from_the_environment() {
         .output()
         .unwrap();
     let lines = parse_log(&String::from_utf8_lossy(&out.stderr));
-    assert_eq!(fatal_lines(&lines).len(), 1, "JSON under NODE_ENV=production");
+    assert_eq!(
+        fatal_lines(&lines).len(),
+        1,
+        "JSON under NODE_ENV=production"
+    );
 }
 
 #[test]
@@ -208,7 +273,11 @@ fn a_generated_admin_password_goes_to_a_private_file_not_the_log() {
     // Changing that password removes the file.
     let me = server.get("/api/v1/me", Auth::Cookie(&token)).body;
     let id = me["id"].as_i64().unwrap();
-    let a = server.put(&format!("/api/v1/users/{id}"), Auth::Cookie(&token), r#"{"password": "a-new-password"}"#);
+    let a = server.put(
+        &format!("/api/v1/users/{id}"),
+        Auth::Cookie(&token),
+        r#"{"password": "a-new-password"}"#,
+    );
     assert_eq!(a.status, 200);
     assert!(!file.exists());
 }

@@ -16,7 +16,11 @@ pub fn binary() -> &'static str {
 }
 
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// How to start a server.
@@ -29,7 +33,11 @@ pub struct Launch {
 impl Launch {
     pub fn new() -> Launch {
         let dir = tempfile::tempdir().unwrap();
-        Launch { dir, env: vec![("SVC_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into())], port: free_port() }
+        Launch {
+            dir,
+            env: vec![("SVC_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into())],
+            port: free_port(),
+        }
     }
 
     pub fn env(mut self, key: &str, value: &str) -> Launch {
@@ -69,7 +77,9 @@ impl Launch {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         cmd
     }
 
@@ -92,7 +102,12 @@ impl Launch {
                 l.push('\n');
             }
         });
-        let server = Server { child: Some(child), launch: self, log, http: http_agent() };
+        let server = Server {
+            child: Some(child),
+            launch: self,
+            log,
+            http: http_agent(),
+        };
         server.wait_ready();
         server
     }
@@ -104,7 +119,11 @@ pub fn parse_log(text: &str) -> Vec<Value> {
     text.lines()
         .map(|l| {
             serde_json::from_str(l).unwrap_or_else(|_| {
-                let level = l.split_whitespace().nth(1).unwrap_or_default().to_ascii_lowercase();
+                let level = l
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
                 serde_json::json!({ "level": level, "msg": l })
             })
         })
@@ -137,11 +156,18 @@ pub struct Answer {
 
 impl Answer {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn all(&self, name: &str) -> Vec<&str> {
-        self.headers.iter().filter(|(k, _)| k == name).map(|(_, v)| v.as_str()).collect()
+        self.headers
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     /// The value of cookie `name` as set by this answer.
@@ -154,7 +180,9 @@ impl Answer {
     }
 
     pub fn error(&self) -> &str {
-        self.body["error"].as_str().unwrap_or_else(|| panic!("no error text in {:?}", self.body))
+        self.body["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no error text in {:?}", self.body))
     }
 }
 
@@ -187,6 +215,18 @@ impl Server {
         self.log.lock().unwrap().clone()
     }
 
+    /// Waits until the log holds `needle` (log lines arrive through a pipe).
+    pub fn wait_log(&self, needle: &str) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.log_text().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
@@ -195,23 +235,43 @@ impl Server {
                     return;
                 }
             }
-            assert!(Instant::now() < deadline, "server did not answer; log:\n{}", self.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "server did not answer; log:\n{}",
+                self.log_text()
+            );
             std::thread::sleep(Duration::from_millis(25));
         }
     }
 
-    pub fn request(&self, method: &str, path: &str, auth: Auth<'_>, headers: &[(&str, &str)], body: Option<&str>) -> Answer {
-        let mut builder = ureq::http::Request::builder().method(method).uri(self.url(path));
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        auth: Auth<'_>,
+        headers: &[(&str, &str)],
+        body: Option<&str>,
+    ) -> Answer {
+        let mut builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(self.url(path));
         match auth {
             Auth::None => {}
-            Auth::Cookie(t) => builder = builder.header("cookie", format!("svc_session={t}; svc_auth=1")),
+            Auth::Cookie(t) => {
+                builder = builder.header("cookie", format!("svc_session={t}; svc_auth=1"))
+            }
             Auth::Bearer(t) => builder = builder.header("authorization", format!("Bearer {t}")),
         }
         for (k, v) in headers {
             builder = builder.header(*k, *v);
         }
         let resp = match body {
-            Some(b) => self.http.run(builder.header("content-type", "application/json").body(b.to_owned()).unwrap()),
+            Some(b) => self.http.run(
+                builder
+                    .header("content-type", "application/json")
+                    .body(b.to_owned())
+                    .unwrap(),
+            ),
             None => self.http.run(builder.body(()).unwrap()),
         };
         let mut resp = resp.unwrap_or_else(|e| panic!("{method} {path}: {e}"));
@@ -219,11 +279,20 @@ impl Server {
         let headers = resp
             .headers()
             .iter()
-            .map(|(k, v)| (k.as_str().to_ascii_lowercase(), v.to_str().unwrap_or_default().to_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_ascii_lowercase(),
+                    v.to_str().unwrap_or_default().to_owned(),
+                )
+            })
             .collect();
         let text = resp.body_mut().read_to_string().unwrap_or_default();
         let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        Answer { status, headers, body }
+        Answer {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub fn get(&self, path: &str, auth: Auth<'_>) -> Answer {
@@ -243,7 +312,11 @@ impl Server {
     }
 
     pub fn login_answer(&self, username: &str, password: &str) -> Answer {
-        self.post("/api/login", Auth::None, &serde_json::json!({ "username": username, "password": password }).to_string())
+        self.post(
+            "/api/login",
+            Auth::None,
+            &serde_json::json!({ "username": username, "password": password }).to_string(),
+        )
     }
 
     /// Logs in and returns the session token.
@@ -270,7 +343,10 @@ impl Server {
             if let Some(status) = child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "server did not exit within {within:?}");
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit within {within:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -307,7 +383,11 @@ impl Drop for Server {
 }
 
 pub fn unsafe_kill(pid: u32, signal: i32) {
-    let status = Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status().unwrap();
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -318,5 +398,9 @@ pub fn mode(path: &Path) -> u32 {
 
 /// The fatal lines of a log.
 pub fn fatal_lines(lines: &[Value]) -> Vec<String> {
-    lines.iter().filter(|l| l["level"] == "fatal").map(|l| l["msg"].as_str().unwrap_or_default().to_owned()).collect()
+    lines
+        .iter()
+        .filter(|l| l["level"] == "fatal")
+        .map(|l| l["msg"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }

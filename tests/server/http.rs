@@ -12,7 +12,10 @@ fn health_ping_and_unknown_paths() {
     let server = Server::start();
     let a = server.get("/api/health", Auth::None);
     assert_eq!((a.status, a.body.clone()), (200, json!({ "status": "ok" })));
-    assert!(a.header("content-type").unwrap().starts_with("application/json"));
+    assert!(a
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/json"));
     let a = server.get("/api/v1/ping", Auth::None);
     assert_eq!((a.status, a.body.clone()), (200, json!({ "status": "ok" })));
     for path in ["/api/nothing", "/api/v1/nothing", "/api/v2/users", "/api"] {
@@ -22,7 +25,10 @@ fn health_ping_and_unknown_paths() {
     }
     let a = server.request("PATCH", "/api/v1/users", Auth::None, &[], None);
     assert_eq!(a.status, 404);
-    assert!(a.header("strict-transport-security").is_none(), "HSTS is off by default");
+    assert!(
+        a.header("strict-transport-security").is_none(),
+        "HSTS is off by default"
+    );
 }
 
 #[test]
@@ -33,19 +39,33 @@ fn health_answers_503_when_the_database_cannot_be_queried() {
     let dir = server.launch.data_dir();
     let gone = dir.join("moved-away");
     std::fs::create_dir(&gone).unwrap();
-    for name in ["vrrp-monitor.db", "vrrp-monitor.db-wal", "vrrp-monitor.db-shm"] {
+    for name in [
+        "vrrp-monitor.db",
+        "vrrp-monitor.db-wal",
+        "vrrp-monitor.db-shm",
+    ] {
         let _ = std::fs::rename(dir.join(name), gone.join(name));
     }
     let a = server.get("/api/health", Auth::None);
-    assert_eq!((a.status, a.body.clone()), (503, json!({ "status": "error" })));
-    assert_eq!(server.get("/api/v1/ping", Auth::None).status, 200, "ping checks nothing else");
+    assert_eq!(
+        (a.status, a.body.clone()),
+        (503, json!({ "status": "error" }))
+    );
+    assert_eq!(
+        server.get("/api/v1/ping", Auth::None).status,
+        200,
+        "ping checks nothing else"
+    );
 }
 
 #[test]
 fn hsts_when_configured() {
     let server = Launch::new().config("security:\n  hsts: true\n").start();
     let a = server.get("/api/v1/ping", Auth::None);
-    assert!(a.header("strict-transport-security").unwrap().contains("max-age="));
+    assert!(a
+        .header("strict-transport-security")
+        .unwrap()
+        .contains("max-age="));
 }
 
 #[test]
@@ -60,27 +80,97 @@ fn an_oversized_body_is_refused() {
 #[test]
 fn threads_are_named_after_their_job() {
     let server = Server::start();
-    // Some connections so tiny_http spawns connection threads.
-    let held: Vec<TcpStream> = (0..6).map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap()).collect();
-    std::thread::sleep(Duration::from_millis(1200));
-    let names = server.thread_names();
-    for expected in ["sqlite-writer", "http-worker-0", "http-worker-7", "http-reaper", "http-accept", "signals"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} in {names:?}");
+    // The reaper names tiny_http's threads on its tick.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server.thread_names().iter().any(|n| n == "http-conn") {
+        assert!(Instant::now() < deadline, "{:?}", server.thread_names());
+        std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(names.iter().filter(|n| *n == "http-conn").count() >= 6, "{names:?}");
-    assert_eq!(names.iter().filter(|n| *n == "http-accept").count(), 1, "{names:?}");
-    assert_eq!(names.iter().filter(|n| *n == "vrrp-monitor").count(), 1, "only the main thread keeps the binary's name: {names:?}");
-    drop(held);
+    let names = server.thread_names();
+    for expected in [
+        "sqlite-writer",
+        "http-worker-0",
+        "http-worker-7",
+        "http-reaper",
+        "http-accept",
+        "signals",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} in {names:?}"
+        );
+    }
+    assert_eq!(
+        names.iter().filter(|n| *n == "http-accept").count(),
+        1,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| *n == "vrrp-monitor").count(),
+        1,
+        "only the main thread keeps the binary's name: {names:?}"
+    );
+}
+
+/// Sends one request on a connection and reads the answer's status line.
+fn ask(conn: &mut TcpStream) -> String {
+    conn.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 512];
+    let n = conn.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_burst_of_new_connections_is_not_starved_by_idle_keep_alive_ones() {
+    let server = Server::start();
+    for round in 0..4 {
+        // tiny_http's parked pool threads count as free until they wake, so a burst
+        // larger than the parked threads leaves connections queued with no thread,
+        // behind keep-alive connections that stay open (5 s).
+        std::thread::sleep(Duration::from_millis(300));
+        let started = Instant::now();
+        let burst: Vec<_> = (0..12)
+            .map(|_| {
+                let port = server.port();
+                std::thread::spawn(move || {
+                    let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                    c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                    let line = ask(&mut c);
+                    (line, c, started.elapsed())
+                })
+            })
+            .collect();
+        // Every connection stays open (a browser keeps them alive) until all answered.
+        let answers: Vec<_> = burst.into_iter().map(|b| b.join().unwrap()).collect();
+        let slowest = answers.iter().map(|a| a.2).max().unwrap();
+        for (line, _, _) in &answers {
+            assert!(line.starts_with("HTTP/1.1 200"), "round {round}: {line:?}");
+        }
+        assert!(
+            slowest < Duration::from_millis(2500),
+            "round {round}: slowest answer after {slowest:?}"
+        );
+    }
 }
 
 fn closed_by_server(stream: &mut TcpStream) -> bool {
-    stream.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
     let mut buf = [0u8; 64];
     match stream.read(&mut buf) {
         Ok(0) => true,
         Ok(_) => false,
         // A reset is closed too; a timeout means the connection is still open.
-        Err(e) => !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
     }
 }
 
@@ -88,7 +178,8 @@ fn closed_by_server(stream: &mut TcpStream) -> bool {
 fn idle_keep_alive_connections_are_closed() {
     let server = Server::start();
     let mut conn = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-    conn.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    conn.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut buf = [0u8; 1024];
     let n = conn.read(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
@@ -96,7 +187,8 @@ fn idle_keep_alive_connections_are_closed() {
     std::thread::sleep(Duration::from_millis(500));
     assert!(!closed_by_server(&mut conn), "closed too early");
     // ...and closed once it has been quiet for the keep-alive timeout (5 s).
-    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let started = Instant::now();
     let n = conn.read(&mut buf).unwrap_or(0);
     assert_eq!(n, 0, "server closed the idle connection");
@@ -106,15 +198,24 @@ fn idle_keep_alive_connections_are_closed() {
 #[test]
 fn thousands_of_idle_connections_cannot_exhaust_the_server() {
     let server = Server::start();
-    let mut idle: Vec<TcpStream> = (0..2000).map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap()).collect();
+    let mut idle: Vec<TcpStream> = (0..2000)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
+        .collect();
     // Under pressure the idle ones go within about a second.
     std::thread::sleep(Duration::from_millis(2500));
     let t = Instant::now();
     assert_eq!(server.get("/api/health", Auth::None).status, 200);
-    assert!(t.elapsed() < Duration::from_secs(1), "health took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "health took {:?}",
+        t.elapsed()
+    );
     // Idle connections are closed until no more than the pressure threshold (512) remain.
     let closed = idle.iter_mut().map(closed_by_server).filter(|c| *c).count();
-    assert!(closed >= 2000 - 512, "only {closed} of 2000 idle connections were closed");
+    assert!(
+        closed >= 2000 - 512,
+        "only {closed} of 2000 idle connections were closed"
+    );
     // tiny_http parks a finished connection thread for 5 s before it exits.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {

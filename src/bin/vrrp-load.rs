@@ -1,0 +1,165 @@
+//! Load generator for benchmarks and soak tests: speaks to a running server over
+//! real sockets. Sends traffic only where it is told (use loopback).
+//!
+//! ```text
+//! vrrp-load http ADDR PATH --token T [--connections 20] [--requests 10000]
+//!     authenticated GETs over keep-alive connections; prints req/s and latency
+//! vrrp-load idle ADDR [--connections 500] [--hold-ms 2000]
+//!     opens idle connections, holds them, prints how many the server closed
+//! ```
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("http") => http(&args[1..]),
+        Some("idle") => idle(&args[1..]),
+        _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vrrp-load: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn flag(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
+fn number(args: &[String], name: &str, default: usize) -> Result<usize, String> {
+    match flag(args, name) {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| format!("{name} takes a whole number, not {v}")),
+    }
+}
+
+fn http(args: &[String]) -> Result<(), String> {
+    let addr = args
+        .first()
+        .ok_or("http needs ADDR (e.g. 127.0.0.1:3010)")?
+        .clone();
+    let path = args
+        .get(1)
+        .ok_or("http needs PATH (e.g. /api/v1/me)")?
+        .clone();
+    let token = flag(args, "--token").unwrap_or_default();
+    let connections = number(args, "--connections", 20)?.max(1);
+    let requests = number(args, "--requests", 10_000)?;
+    let per_conn = requests.div_ceil(connections);
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: svc_session={token}\r\n\r\n");
+    let started = Instant::now();
+    let workers: Vec<_> = (0..connections)
+        .map(|_| {
+            let (addr, request) = (addr.clone(), request.clone());
+            std::thread::spawn(move || -> Result<(Vec<Duration>, usize), String> {
+                let stream =
+                    TcpStream::connect(&addr).map_err(|e| format!("connect {addr}: {e}"))?;
+                stream.set_nodelay(true).ok();
+                let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
+                let mut writer = stream;
+                let mut latencies = Vec::with_capacity(per_conn);
+                let mut failures = 0;
+                for _ in 0..per_conn {
+                    let t = Instant::now();
+                    writer
+                        .write_all(request.as_bytes())
+                        .map_err(|e| e.to_string())?;
+                    let status = read_response(&mut reader)?;
+                    latencies.push(t.elapsed());
+                    if status != 200 {
+                        failures += 1;
+                    }
+                }
+                Ok((latencies, failures))
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut failures = 0;
+    for w in workers {
+        let (l, f) = w.join().map_err(|_| "a worker panicked")??;
+        latencies.extend(l);
+        failures += f;
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    println!("requests:        {}", latencies.len());
+    println!("non-200 answers: {failures}");
+    println!("connections:     {connections} (keep-alive)");
+    println!("elapsed:         {:.2} s", elapsed.as_secs_f64());
+    println!(
+        "requests/s:      {:.0}",
+        latencies.len() as f64 / elapsed.as_secs_f64()
+    );
+    println!("latency p50:     {:.2} ms", pct(0.5).as_secs_f64() * 1e3);
+    println!("latency p99:     {:.2} ms", pct(0.99).as_secs_f64() * 1e3);
+    Ok(())
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length body; returns its status.
+fn read_response(reader: &mut BufReader<TcpStream>) -> Result<u16, String> {
+    let mut line = String::new();
+    reader.read_line(&mut line).map_err(|e| e.to_string())?;
+    let status = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("bad status line {line:?}"))?;
+    let mut length = 0usize;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).map_err(|e| e.to_string())?;
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = l.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().map_err(|_| "bad content-length")?;
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).map_err(|e| e.to_string())?;
+    Ok(status)
+}
+
+fn idle(args: &[String]) -> Result<(), String> {
+    let addr = args.first().ok_or("idle needs ADDR")?.clone();
+    let connections = number(args, "--connections", 500)?;
+    let hold = Duration::from_millis(number(args, "--hold-ms", 2000)? as u64);
+    let mut streams = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        streams.push(TcpStream::connect(&addr).map_err(|e| format!("connect {addr}: {e}"))?);
+    }
+    println!("opened {connections} idle connections");
+    std::thread::sleep(hold);
+    let closed = streams
+        .iter_mut()
+        .map(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(20))).ok();
+            let mut b = [0u8; 1];
+            matches!(s.read(&mut b), Ok(0))
+        })
+        .filter(|closed| *closed)
+        .count();
+    println!(
+        "closed by the server after {} ms: {closed}",
+        hold.as_millis()
+    );
+    Ok(())
+}
