@@ -328,6 +328,34 @@ mod tests {
     }
 
     #[test]
+    fn the_last_user_cannot_be_deleted_and_nobody_deletes_themselves() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _writer) = Db::open(&dir.path().join("u.db"), "now").unwrap();
+        let new = |name: &str| NewUser {
+            username: name.into(),
+            password: Some("pw".into()),
+            auth_methods: AuthMethods::Local,
+        };
+        let a = create(&db, new("a"), "now".into()).unwrap();
+        assert!(matches!(
+            delete(&db, a, a),
+            Err(UserError::Rule(CANNOT_DELETE_YOURSELF))
+        ));
+        // Only reachable when the acting user is gone already (e.g. deleted meanwhile).
+        assert!(matches!(
+            delete(&db, a, 999),
+            Err(UserError::Rule(CANNOT_DELETE_LAST))
+        ));
+        let b = create(&db, new("b"), "now".into()).unwrap();
+        assert!(delete(&db, a, b).is_ok());
+        assert!(matches!(delete(&db, a, b), Err(UserError::NotFound)));
+        assert!(matches!(
+            create(&db, new("b"), "now".into()),
+            Err(UserError::UsernameTaken)
+        ));
+    }
+
+    #[test]
     fn generated_passwords_are_long_and_differ() {
         let a = generate_password();
         assert_eq!(a.len(), 20);
