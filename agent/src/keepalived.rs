@@ -10,8 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
+use nix::errno::Errno;
 use vrrp_protocol::Reading;
 
 use crate::config::KeepalivedConfig;
@@ -161,7 +160,9 @@ fn held_open(proc_dir: &Path, pids: &[u32], target: &Path) -> bool {
 
 /// One dump the reading waits for.
 struct Dump {
-    signal: Signal,
+    /// Raw signal number: keepalived's JSON signal is a real-time signal (SIGRTMIN+2 on
+    /// glibc), which nix's `Signal` enum cannot name.
+    signal: i32,
     /// Path as keepalived sees it (`/tmp/keepalived.data`).
     inside: PathBuf,
     /// The same file through `/proc/<pid>/root`.
@@ -267,7 +268,7 @@ impl Prober {
 
     fn take(&self, found: &Found) -> Result<parse::ParsedDump, TakeError> {
         let root = self.proc_dir.join(found.parent.to_string()).join("root");
-        let mk = |signal: Signal, inside: &Path| -> Result<Dump, TakeError> {
+        let mk = |signal: i32, inside: &Path| -> Result<Dump, TakeError> {
             let through_root = root.join(inside.strip_prefix("/").unwrap_or(inside));
             let before = stamp(&through_root).map_err(|e| {
                 TakeError::Failed(format!(
@@ -286,24 +287,19 @@ impl Prober {
             })
         };
         let mut dumps = match self.cfg.json_signal {
-            Some(n) => {
-                let sig = Signal::try_from(n).map_err(|_| {
-                    TakeError::Failed(format!("jsonSignal {n} is not a signal on this system"))
-                })?;
-                vec![mk(sig, &self.cfg.json_file)?]
-            }
+            Some(n) => vec![mk(n, &self.cfg.json_file)?],
             None => vec![
-                mk(Signal::SIGUSR1, &self.cfg.data_file)?,
-                mk(Signal::SIGUSR2, &self.cfg.stats_file)?,
+                mk(nix::libc::SIGUSR1, &self.cfg.data_file)?,
+                mk(nix::libc::SIGUSR2, &self.cfg.stats_file)?,
             ],
         };
         let timeout = Duration::from_millis(self.cfg.dump_timeout_ms);
         for attempt in 0..2 {
             for d in dumps.iter().filter(|d| !d.done) {
-                if let Err(e) = kill(Pid::from_raw(found.parent as i32), d.signal) {
+                if let Err(e) = send_signal(found.parent, d.signal) {
                     return Err(match e {
-                        nix::errno::Errno::ESRCH => TakeError::Gone,
-                        nix::errno::Errno::EPERM => TakeError::Failed(format!(
+                        Errno::ESRCH => TakeError::Gone,
+                        Errno::EPERM => TakeError::Failed(format!(
                             "cannot signal keepalived (PID {}): permission denied (the agent needs CAP_KILL)",
                             found.parent
                         )),
@@ -409,6 +405,22 @@ impl Prober {
             };
             std::thread::sleep(tick.min(deadline - now));
         }
+    }
+}
+
+/// kill(2) with a raw signal number.
+fn send_signal(pid: u32, signal: i32) -> Result<(), Errno> {
+    let pid = i32::try_from(pid).map_err(|_| Errno::ESRCH)?;
+    if pid <= 0 {
+        // Never 0 or negative: those address process groups.
+        return Err(Errno::ESRCH);
+    }
+    // SAFETY: kill(2) takes plain integers and touches no memory of this process.
+    let rc = unsafe { nix::libc::kill(pid, signal) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Errno::last())
     }
 }
 

@@ -3,7 +3,9 @@
 //! Writes are coalesced over one second. Invariant: the baseline on disk is never newer
 //! than the queue on disk. Both are written in the same flush, the queue first, so after a
 //! `kill -9` the agent either finds the events in queue.json or finds the older baseline
-//! and derives the same events (same ids) again.
+//! and derives the same events (same ids) again. For that to hold event for event, at most
+//! one reading's events may be unwritten at a time: the reader flushes before it queues
+//! the events of a second reading inside the same window (see `reader::read_once`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -126,10 +128,11 @@ impl Writer {
     fn write(&mut self) {
         self.coalescer.written();
         if std::mem::take(&mut self.queue_dirty) {
-            let events = self.queue.snapshot();
+            let events = self.queue.snapshot_for_write();
             if let Err(e) = self.dir.save_queue(&events) {
                 // Keep the baseline back too, so nothing is lost: retry within a second.
                 log::error!("cannot write the activity queue: {e}");
+                self.queue.mark_unsaved();
                 self.queue_dirty = true;
                 self.coalescer.mark_dirty(Instant::now());
                 return;

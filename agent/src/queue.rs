@@ -7,6 +7,7 @@
 //! the `persist` module's thread, which this handle wakes.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -148,6 +149,8 @@ pub enum PersistMsg {
 pub struct ActivityQueue {
     inner: Arc<Mutex<Queue>>,
     persist: Sender<PersistMsg>,
+    /// Changes not yet taken by the writer (set on change, cleared by `snapshot_for_write`).
+    unsaved: Arc<AtomicBool>,
 }
 
 impl ActivityQueue {
@@ -155,6 +158,7 @@ impl ActivityQueue {
         ActivityQueue {
             inner: Arc::new(Mutex::new(queue)),
             persist,
+            unsaved: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -168,7 +172,7 @@ impl ActivityQueue {
             events.into_iter().filter(|e| q.push(e.clone())).count()
         };
         if added > 0 {
-            let _ = self.persist.send(PersistMsg::Dirty);
+            self.changed();
         }
         added
     }
@@ -181,7 +185,7 @@ impl ActivityQueue {
             (q.batch(now, max), pruned)
         };
         if pruned > 0 {
-            let _ = self.persist.send(PersistMsg::Dirty);
+            self.changed();
         }
         batch
     }
@@ -190,7 +194,7 @@ impl ActivityQueue {
     pub fn ack(&self, ids: &[String]) -> usize {
         let n = self.inner.lock().ack(ids);
         if n > 0 {
-            let _ = self.persist.send(PersistMsg::Dirty);
+            self.changed();
         }
         n
     }
@@ -201,6 +205,28 @@ impl ActivityQueue {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    fn changed(&self) {
+        self.unsaved.store(true, Ordering::SeqCst);
+        let _ = self.persist.send(PersistMsg::Dirty);
+    }
+
+    /// Whether some change has not yet been handed to the writer.
+    pub fn has_unsaved(&self) -> bool {
+        self.unsaved.load(Ordering::SeqCst)
+    }
+
+    /// The snapshot the writer stores; marks the queue saved (the writer calls
+    /// `mark_unsaved` again if the write fails).
+    pub fn snapshot_for_write(&self) -> Vec<ActivityEvent> {
+        let q = self.inner.lock();
+        self.unsaved.store(false, Ordering::SeqCst);
+        q.events().cloned().collect()
+    }
+
+    pub fn mark_unsaved(&self) {
+        self.unsaved.store(true, Ordering::SeqCst);
     }
 
     /// A copy of what is queued, for the writer.

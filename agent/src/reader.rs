@@ -226,6 +226,15 @@ impl Reader {
                 log::error!("keepalived could not be read: {err}");
             }
         }
+        if !evs.is_empty() && self.queue.has_unsaved() {
+            // Events of an earlier reading are still inside the write window. Write them
+            // (with that reading's baseline) first, so a crash can only ever lose the
+            // events of this one reading, which a restart derives again with the same ids
+            // from the baseline on disk. Only bursts of changes pay for this write.
+            if !self.persist.flush(Duration::from_secs(5)) {
+                log::error!("pending activity could not be written before new events");
+            }
+        }
         self.queue.push(evs);
         // The baseline goes to disk with (never before) the queue: see persist.rs.
         self.persist.set_baseline(baseline.clone());

@@ -99,10 +99,6 @@ impl Lab {
             (t.split_whitespace().next() == Some(state)).then_some(())
         });
     }
-
-    fn wait_settled(&self) {
-        self.run(&["wait-settled", "30"]);
-    }
 }
 
 impl Drop for Lab {
@@ -403,7 +399,8 @@ fn agent_follows_real_keepalived() {
     assert_ne!(e1["occurredAt"], last["collectedAt"]);
 
     // The same failover on h2, read when the notify script calls the endpoint.
-    lab.wait_settled();
+    lab.wait_state("h2", "VI_1", "MASTER");
+    lab.wait_state("h2", "VI_2", "MASTER");
     let before = a2.status(&lab)["collectedAt"].as_str().unwrap().to_string();
     a2.notify(&lab, &["INSTANCE", "VI_1", "MASTER", "110"]);
     let s2 = a2.wait_reading_after(&lab, &before);
@@ -420,7 +417,9 @@ fn agent_follows_real_keepalived() {
     // h1 recovers and takes over again (preemption): FAULT -> ... on h1,
     // MASTER -> BACKUP (warning) on h2.
     lab.run(&["unfault", "h1"]);
-    lab.wait_settled();
+    // Preemption takes a master-down interval after the track script recovers.
+    lab.wait_state("h1", "VI_1", "MASTER");
+    lab.wait_state("h2", "VI_1", "BACKUP");
     a1.wait_events("VI_1 leaves FAULT on h1", 1, |e| {
         e["kind"] == "vrrp.state_changed"
             && e["subject"]["instanceName"] == "VI_1"
@@ -514,7 +513,8 @@ fn agent_follows_real_keepalived() {
     // write: the restarted agent still reports them, each exactly once.
     a2.start(&lab, &endpoint_only());
     // h1 came back and took over again (preemption), so h2 is BACKUP now.
-    lab.wait_settled();
+    lab.wait_state("h2", "VI_1", "BACKUP");
+    lab.wait_state("h2", "VI_2", "BACKUP");
     lab.run(&["fault", "h2", "script"]);
     lab.wait_state("h2", "VI_1", "FAULT");
     lab.wait_state("h2", "VI_2", "FAULT");
@@ -547,6 +547,42 @@ fn agent_follows_real_keepalived() {
     std::thread::sleep(Duration::from_millis(1200));
     assert_eq!(a2.queue().len(), count);
     ids_unique(&a2.queue());
+    assert_eq!(a2.term(), Some(0));
+
+    // --- The JSON dump (keepalived built with JSON: `keepalived --signum=JSON` = 36).
+    a2.start(
+        &lab,
+        &format!("keepalived:\n  pollInterval: 0\n  jsonSignal: 36\n  notifyToken: {TOKEN}\n"),
+    );
+    let at = a2.status(&lab)["collectedAt"].clone();
+    let last = wait_for("keepalived-last.json of the JSON reading", 5, || {
+        let l = a2.last_reading();
+        (l["collectedAt"] == at).then_some(l)
+    });
+    assert_eq!(last["source"], "json", "{last}");
+    let states: Vec<_> = last["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["name"].clone(), i["state"].clone()))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            ("VI_1".into(), "FAULT".into()),
+            ("VI_2".into(), "FAULT".into())
+        ],
+        "{last}"
+    );
+    assert!(last["instances"][0]["stats"]["advertisements_sent"].is_u64());
+    lab.run(&["unfault", "h2"]);
+    lab.wait_state("h2", "VI_1", "BACKUP");
+    let before = a2.status(&lab)["collectedAt"].as_str().unwrap().to_string();
+    a2.notify(&lab, &["INSTANCE", "VI_1", "BACKUP", "110"]);
+    a2.wait_reading_after(&lab, &before);
+    a2.wait_events("FAULT->BACKUP read from the JSON dump", 1, |e| {
+        is_change(e, "VI_1", "FAULT", "BACKUP")
+    });
     assert_eq!(a2.term(), Some(0));
     assert_eq!(a1.term(), Some(0));
 }
