@@ -92,6 +92,18 @@ fn stop_start(msg: &str) -> i32 {
 
 /// The whole agent; returns the exit code.
 pub fn main() -> i32 {
+    // Installed first: a SIGTERM that arrives during start-up is held until the agent is
+    // up and then stops it cleanly (exit 0) instead of killing it half-started.
+    let mut signals = match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+    ]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cannot install signal handlers: {e}");
+            return 1;
+        }
+    };
     let env = env_map();
     let cfg_path = config::config_path(&env);
     let file_text = match std::fs::read_to_string(&cfg_path) {
@@ -243,14 +255,6 @@ pub fn main() -> i32 {
     };
 
     // Wait for SIGINT / SIGTERM on this (the main) thread.
-    let signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ]);
-    let mut signals = match signals {
-        Ok(s) => s,
-        Err(e) => fatal(&format!("cannot install signal handlers: {e}")),
-    };
     let sig = signals.forever().next();
     log::info!(
         "Stopping on signal {}",

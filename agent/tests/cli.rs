@@ -380,3 +380,33 @@ fn damaged_identity_is_moved_aside_and_legacy_identity_migrated() {
         .unwrap();
     assert!(s.contains("client-42"));
 }
+
+/// scripts/vrrp-agent-notify reaches the endpoint, and never fails or speaks when the
+/// agent is down, the token file is missing or the port is nonsense.
+#[test]
+fn notify_script_triggers_a_reading_and_never_fails() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/vrrp-agent-notify");
+    let a = start(
+        &format!("keepalived:\n  pollInterval: 0\n  notifyToken: {TOKEN}\n"),
+        &[],
+    );
+    a.wait_log("Web server listening");
+    let token_file = a.dir.path().join("token");
+    fs::write(&token_file, format!("{TOKEN}\n")).unwrap();
+    let run = |port: &str, token: &Path| {
+        let out = Command::new(&script)
+            .args(["INSTANCE", "VI_1", "MASTER", "130"])
+            .env("VRRP_AGENT_PORT", port)
+            .env("VRRP_AGENT_NOTIFY_TOKEN_FILE", token)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout.is_empty() && out.stderr.is_empty());
+    };
+    run(&a.port.to_string(), &token_file);
+    a.wait_log("notify endpoint: INSTANCE VI_1 MASTER 130");
+    let closed = free_port().to_string();
+    run(&closed, &token_file);
+    run(&a.port.to_string(), Path::new("/nonexistent/token"));
+    run("not-a-port", &token_file);
+}
