@@ -4,12 +4,16 @@
 //! administrator, listen, serve until a signal. [`run`] is the part tests can
 //! drive in-process with their own listener, clock and shutdown switch.
 
+use crate::activity::{self, AsReported, Event, LevelPolicy};
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
+use crate::clients;
 use crate::clock::{iso, SharedClock, SystemClock};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
+use crate::db::DbError;
 use crate::lifecycle::{self, Shutdown};
+use crate::live::{envelope, AgentRegistry, Hub};
 use crate::users::{self, Bootstrap};
 use crate::{fatal, fsutil, http, logging};
 use parking_lot::Mutex;
@@ -28,12 +32,63 @@ pub struct App {
     pub clock: SharedClock,
     pub sessions: SessionKeys,
     pub login_limiter: RateLimiter,
+    /// The port we listen on: how an upgraded connection's socket is found.
+    pub port: u16,
+    pub hub: Hub,
+    pub agents: AgentRegistry,
+    pub levels: Box<dyn LevelPolicy>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     initial_password: Mutex<Option<(i64, PathBuf)>>,
 }
 
 impl App {
+    /// Every client with its live status, as the API shows them.
+    pub fn client_list(&self) -> Result<serde_json::Value, DbError> {
+        let list = clients::list(&self.db)?;
+        Ok(serde_json::Value::Array(
+            list.iter()
+                .map(|c| c.to_json(self.agents.capabilities(&c.id).as_deref()))
+                .collect(),
+        ))
+    }
+
+    /// Tells every dashboard the client list changed.
+    pub fn broadcast_clients(&self) {
+        match self.client_list() {
+            Ok(list) => self.hub.broadcast(envelope("CLIENTS_UPDATE", list)),
+            Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
+        }
+    }
+
+    /// Stores events whose ids are new (after the level policy), and passes the
+    /// newly stored on to dashboards. False only when storing failed.
+    pub fn record_activity(&self, events: Vec<Event>) -> bool {
+        let kept: Vec<Event> = events
+            .into_iter()
+            .filter_map(|mut e| {
+                e.level = self.levels.level_for(&e.kind, e.level)?;
+                Some(e)
+            })
+            .collect();
+        match activity::insert_new(&self.db, kept) {
+            Ok(stored) => {
+                if !stored.is_empty() {
+                    let records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
+                    self.hub.broadcast(envelope(
+                        "ACTIVITY_APPENDED",
+                        serde_json::Value::Array(records),
+                    ));
+                }
+                true
+            }
+            Err(e) => {
+                log::error!("Cannot store activity: {e}");
+                false
+            }
+        }
+    }
+
     pub fn first_admin_id(&self) -> i64 {
         self.initial_password
             .lock()
@@ -149,18 +204,22 @@ pub fn run(
         .map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
 
     let initial_password = bootstrap_admin(&config, &db, &clock)?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
+        port: local.port(),
+        hub: Hub::default(),
+        agents: AgentRegistry::default(),
+        levels: Box::new(AsReported),
         initial_password: Mutex::new(initial_password),
         config,
         db,
         clock,
     });
 
-    let local = listener
-        .local_addr()
-        .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
     let server = http::start(app.clone(), listener, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the HTTP server: {e}")))?;
     log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());

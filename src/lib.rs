@@ -1,13 +1,19 @@
 //! vrrp-monitor, the control plane: watches keepalived (VRRP) fleets through host
 //! agents. See ARCHITECTURE.md for the map.
 
+pub mod activity;
 pub mod app;
 pub mod auth;
+pub mod clients;
 pub mod clock;
 pub mod config;
 pub mod db;
 pub mod fsutil;
 pub mod http;
 pub mod lifecycle;
+pub mod live;
 pub mod logging;
+pub mod readings;
+pub mod registration;
+pub mod secrets;
 pub mod users;

@@ -8,8 +8,8 @@ pub mod rewrite;
 pub mod values;
 
 use crate::fsutil;
+use crate::secrets::random_hex;
 use ipnet::Ipv4Net;
-use rand::RngCore;
 use rewrite::Addition;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -596,12 +596,6 @@ fn string_list(v: Option<&Value>, field: &str) -> Result<Vec<String>, ConfigErro
 
 fn is_whole_number(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-}
-
-fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    rand::thread_rng().fill_bytes(&mut buf);
-    hex::encode(buf)
 }
 
 fn verify_additions(text: &str, additions: &[Addition]) -> bool {

@@ -6,11 +6,18 @@
 use rusqlite::{params, Connection};
 
 /// Every file of `sql/`, in order. A test checks that none is missing here.
-pub const MIGRATIONS: &[(u32, &str, &str)] = &[(
-    1,
-    "0001_users.sql",
-    include_str!("../../sql/0001_users.sql"),
-)];
+pub const MIGRATIONS: &[(u32, &str, &str)] = &[
+    (
+        1,
+        "0001_users.sql",
+        include_str!("../../sql/0001_users.sql"),
+    ),
+    (
+        2,
+        "0002_agents.sql",
+        include_str!("../../sql/0002_agents.sql"),
+    ),
+];
 
 #[derive(Debug)]
 pub struct MigrationError {

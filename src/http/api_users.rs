@@ -95,6 +95,13 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
         if password_changed && id == app.first_admin_id() {
             app.forget_initial_password();
         }
+        // Open dashboards of that user end with their sessions; the caller's own
+        // reconnect with the fresh cookie this answer carries (4002).
+        if id == session.user_id {
+            app.hub.close_user(id, 4002, "Session renewed");
+        } else {
+            app.hub.close_user(id, 4001, "Invalid Token");
+        }
         // The caller changed their own credentials: keep them logged in with a
         // token of the new version instead of ending their session.
         if id == session.user_id {
@@ -107,6 +114,7 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
 pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = user_id(path)?;
     users::delete(&app.db, id, session.user_id)?;
+    app.hub.close_user(id, 4001, "Invalid Token");
     log::info!("User {id} deleted by \"{}\"", session.username);
     Ok(Resp::ok(&json!({ "status": "deleted" })))
 }

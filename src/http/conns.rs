@@ -25,6 +25,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
@@ -66,12 +67,12 @@ pub struct ConnTracker {
 }
 
 /// Marks a peer's connection busy while alive (a request, or an upgraded socket).
-pub struct Busy<'a> {
-    tracker: &'a ConnTracker,
+pub struct Busy {
+    tracker: Arc<ConnTracker>,
     peer: SocketAddr,
 }
 
-impl Drop for Busy<'_> {
+impl Drop for Busy {
     fn drop(&mut self) {
         let mut t = self.tracker.tracked.lock();
         if let Some(n) = t.in_flight.get_mut(&self.peer) {
@@ -131,10 +132,10 @@ impl ConnTracker {
         }
     }
 
-    pub fn busy(&self, peer: SocketAddr) -> Busy<'_> {
+    pub fn busy(self: &Arc<Self>, peer: SocketAddr) -> Busy {
         *self.tracked.lock().in_flight.entry(peer).or_insert(0) += 1;
         Busy {
-            tracker: self,
+            tracker: self.clone(),
             peer,
         }
     }
@@ -210,6 +211,14 @@ fn accepted_sockets(port: u16) -> Vec<(RawFd, SocketAddr)> {
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
         .filter_map(|fd| Some((fd, peer_of(fd, port)?)))
         .collect()
+}
+
+/// The descriptor of our accepted socket from `peer`.
+pub fn find_socket(port: u16, peer: SocketAddr) -> Option<RawFd> {
+    accepted_sockets(port)
+        .into_iter()
+        .find(|(_, p)| *p == peer)
+        .map(|(fd, _)| fd)
 }
 
 /// The peer of `fd` when it is a connected socket whose local port is `port`.
@@ -356,7 +365,7 @@ mod tests {
 
     #[test]
     fn busy_guard_counts_nested_requests() {
-        let t = ConnTracker::new(1);
+        let t = Arc::new(ConnTracker::new(1));
         let peer: SocketAddr = "127.0.0.1:5000".parse().unwrap();
         let a = t.busy(peer);
         let b = t.busy(peer);

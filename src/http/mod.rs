@@ -4,12 +4,16 @@
 //! domain modules and map their errors to status codes here; a panic in a handler
 //! becomes a 500 for that request only.
 
+pub mod api_agents;
 pub mod api_auth;
 pub mod api_users;
 pub mod conns;
 pub mod request;
 pub mod response;
 pub mod validate;
+pub mod ws;
+pub mod ws_agent;
+pub mod ws_dashboard;
 
 use crate::app::App;
 use crate::auth::{self, AuthFailure, Session};
@@ -131,7 +135,15 @@ impl HttpServer {
     }
 }
 
-fn serve(app: &App, tracker: &ConnTracker, mut rq: tiny_http::Request) {
+fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request) {
+    // A WebSocket keeps its own thread for the life of the socket.
+    if *rq.method() == tiny_http::Method::Get && ws::is_upgrade(&rq) {
+        match rq.url().split('?').next() {
+            Some("/ws/agent") => return ws_agent::start(app.clone(), tracker.clone(), rq),
+            Some("/ws/dashboard") => return ws_dashboard::start(app.clone(), tracker.clone(), rq),
+            _ => {}
+        }
+    }
     let peer = rq.remote_addr().copied();
     let _busy = peer.map(|p| tracker.busy(p));
     let resp = match lifecycle::contain_panics(|| handle(app, &mut rq)) {
@@ -202,6 +214,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
         ("GET", ["api", "auth", "callback"]) => api_auth::oidc_callback(app, req),
         ("GET", ["api", "health"]) => health(app),
         ("GET", ["api", "v1", "ping"]) => Ok(Resp::ok(&json!({ "status": "ok" }))),
+        ("POST", ["api", "v1", "register"]) => api_agents::register(app, req),
         _ => {
             let handler: Handler = match (req.method.as_str(), path.as_slice()) {
                 ("GET", ["api", "v1", "me"]) => api_auth::me,
@@ -209,6 +222,20 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 ("POST", ["api", "v1", "users"]) => api_users::create,
                 ("PUT", ["api", "v1", "users", _]) => api_users::update,
                 ("DELETE", ["api", "v1", "users", _]) => api_users::delete,
+                ("GET", ["api", "v1", "tokens"]) => api_agents::list_tokens,
+                ("POST", ["api", "v1", "tokens"]) => api_agents::create_token,
+                ("DELETE", ["api", "v1", "tokens", _]) => api_agents::delete_token,
+                ("GET", ["api", "v1", "clients"]) => api_agents::list_clients,
+                ("PUT", ["api", "v1", "clients", _]) => api_agents::update_client,
+                ("DELETE", ["api", "v1", "clients", _]) => api_agents::delete_client,
+                ("GET", ["api", "v1", "clients", _, "keepalived"]) => api_agents::client_state,
+                ("POST", ["api", "v1", "clients", _, "keepalived", "refresh"]) => {
+                    api_agents::refresh_state
+                }
+                ("GET", ["api", "v1", "keepalived", "states"]) => api_agents::list_states,
+                ("GET", ["api", "v1", "activity"]) => api_agents::list_activity,
+                ("POST", ["api", "v1", "activity", "seen"]) => api_agents::mark_seen,
+                ("DELETE", ["api", "v1", "activity"]) => api_agents::delete_activity,
                 _ => return Err(ApiError::not_found("Not found")),
             };
             let session = require_session(app, req)?;

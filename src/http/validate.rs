@@ -26,6 +26,10 @@ impl Body {
         self.0.contains_key(key)
     }
 
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

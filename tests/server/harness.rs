@@ -404,3 +404,183 @@ pub fn fatal_lines(lines: &[Value]) -> Vec<String> {
         .map(|l| l["msg"].as_str().unwrap_or_default().to_owned())
         .collect()
 }
+
+/// A WebSocket client speaking the `{type, payload}` envelope over a real socket.
+pub struct Ws {
+    pub ws: tungstenite::WebSocket<std::net::TcpStream>,
+}
+
+/// How a WebSocket ended, as the client saw it.
+#[derive(Debug, PartialEq)]
+pub enum Ending {
+    Close(u16, String),
+    /// The connection dropped without a close frame.
+    Dropped,
+}
+
+impl Ws {
+    pub fn connect(port: u16, path: &str, headers: &[(&str, &str)]) -> Ws {
+        use tungstenite::client::IntoClientRequest;
+        let mut request = format!("ws://127.0.0.1:{port}{path}")
+            .into_client_request()
+            .unwrap();
+        for (k, v) in headers {
+            request.headers_mut().insert(
+                tungstenite::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                tungstenite::http::HeaderValue::from_str(v).unwrap(),
+            );
+        }
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let (ws, _) = tungstenite::client::client(request, stream).expect("WebSocket handshake");
+        Ws { ws }
+    }
+
+    pub fn send(&mut self, kind: &str, payload: Value) {
+        self.send_raw(&serde_json::json!({ "type": kind, "payload": payload }).to_string());
+    }
+
+    pub fn send_raw(&mut self, text: &str) {
+        self.ws.send(tungstenite::Message::text(text)).unwrap();
+    }
+
+    /// The next message, or how the socket ended; `None` after `timeout` of silence.
+    pub fn next(&mut self, timeout: Duration) -> Option<Result<Value, Ending>> {
+        self.ws.get_mut().set_read_timeout(Some(timeout)).unwrap();
+        loop {
+            match self.ws.read() {
+                Ok(tungstenite::Message::Text(t)) => {
+                    return Some(Ok(serde_json::from_str(t.as_str()).unwrap()))
+                }
+                Ok(tungstenite::Message::Close(frame)) => {
+                    let ending = frame.map_or(Ending::Dropped, |f| {
+                        Ending::Close(u16::from(f.code), f.reason.to_string())
+                    });
+                    return Some(Err(ending));
+                }
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return None
+                }
+                Err(_) => return Some(Err(Ending::Dropped)),
+            }
+        }
+    }
+
+    /// The next message of type `kind`, skipping others.
+    pub fn expect(&mut self, kind: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.next(left.max(Duration::from_millis(1))) {
+                Some(Ok(m)) if m["type"] == kind => return m["payload"].clone(),
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => panic!("socket ended ({e:?}) while waiting for {kind}"),
+                None => panic!("no {kind} within 10 s"),
+            }
+        }
+    }
+
+    /// How the socket ends, skipping messages before.
+    pub fn ending(&mut self) -> Ending {
+        loop {
+            match self.next(Duration::from_secs(10)) {
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return e,
+                None => panic!("socket did not end within 10 s"),
+            }
+        }
+    }
+
+    /// Asserts that nothing of type `kind` arrives within `quiet`.
+    pub fn assert_no(&mut self, kind: &str, quiet: Duration) {
+        let deadline = Instant::now() + quiet;
+        while Instant::now() < deadline {
+            if let Some(Ok(m)) = self.next(
+                deadline
+                    .saturating_duration_since(Instant::now())
+                    .max(Duration::from_millis(1)),
+            ) {
+                assert_ne!(m["type"], kind, "unexpected {m}");
+            }
+        }
+    }
+}
+
+/// An agent's identity, from a token and `POST /api/v1/register`.
+pub struct Agent {
+    pub id: String,
+    pub token: String,
+}
+
+impl Server {
+    pub fn register_agent(&self, admin: &str, hostname: &str) -> Agent {
+        let t = self.post("/api/v1/tokens", Auth::Cookie(admin), "{}");
+        assert_eq!(t.status, 200, "{:?}", t.body);
+        let token = t.body["token"].as_str().unwrap();
+        let r = self.post(
+            "/api/v1/register",
+            Auth::None,
+            &serde_json::json!({ "token": token, "hostname": hostname }).to_string(),
+        );
+        assert_eq!(r.status, 200, "{:?}", r.body);
+        Agent {
+            id: r.body["clientId"].as_str().unwrap().to_owned(),
+            token: r.body["token"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    pub fn agent_socket(&self, agent: &Agent) -> Ws {
+        Ws::connect(
+            self.port(),
+            &format!("/ws/agent?clientId={}&token={}", agent.id, agent.token),
+            &[],
+        )
+    }
+
+    /// Connects and authenticates an agent.
+    pub fn connect_agent(&self, agent: &Agent) -> Ws {
+        let mut ws = self.agent_socket(agent);
+        ws.send(
+            "AUTH",
+            serde_json::json!({ "hostname": "h", "version": "1.2.3", "capabilities": ["vrrp"] }),
+        );
+        let ok = ws.expect("AUTH_SUCCESS");
+        assert_eq!(ok["clientId"], agent.id.as_str());
+        assert!(ok["lastSyncTime"].is_null());
+        ws
+    }
+
+    pub fn dashboard(&self, token: &str) -> Ws {
+        Ws::connect(
+            self.port(),
+            "/ws/dashboard",
+            &[("cookie", &format!("svc_session={token}"))],
+        )
+    }
+
+    /// Runs SQL against the server's database (to set up what the API cannot, like
+    /// an expired token).
+    pub fn sql(&self, statement: &str) {
+        let conn =
+            rusqlite::Connection::open(self.launch.data_dir().join("vrrp-monitor.db")).unwrap();
+        conn.busy_timeout(Duration::from_secs(5)).unwrap();
+        conn.execute_batch(statement).unwrap();
+    }
+}
+
+/// A reading as an agent sends it.
+pub fn reading(states: &[(&str, &str)]) -> Value {
+    let instances: Vec<Value> = states
+        .iter()
+        .map(|(name, state)| serde_json::json!({ "name": name, "state": state, "vrid": 51, "priority": 100, "vips": ["192.0.2.100/24"], "stats": { "advertisements_sent": 3 } }))
+        .collect();
+    serde_json::json!({ "collectedAt": "2026-11-21T08:00:00.000Z", "running": true, "pid": 42, "version": "2.2.7", "source": "data", "error": null, "instances": instances, "syncGroups": [] })
+}

@@ -2,6 +2,7 @@
 
 mod harness;
 
+mod agents;
 mod auth;
 mod config;
 mod http;

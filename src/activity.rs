@@ -1,0 +1,328 @@
+//! The activity list: what happened, on which host, when.
+//!
+//! Agents report what happens on their host; the server records connection
+//! changes, registrations and (later) cluster events. Each event is stored once
+//! (its id is the key); seen state is per user. [`LevelPolicy`] is the hook where
+//! the `activity_level_overrides` setting will change or drop kinds.
+
+use crate::clock::iso;
+use crate::db::{Db, DbError};
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+use serde_json::{json, Map, Value};
+use vrrp_protocol::ActivityLevel;
+
+/// An event ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub occurred_at: String,
+    pub received_at: String,
+    pub source: &'static str,
+    pub client_id: Option<String>,
+    pub kind: String,
+    pub level: ActivityLevel,
+    pub correlation_id: Option<String>,
+    pub subject: Map<String, Value>,
+    pub data: Map<String, Value>,
+}
+
+impl Event {
+    /// An event the server originates now.
+    pub fn server(
+        kind: &str,
+        level: ActivityLevel,
+        client_id: Option<String>,
+        data: Value,
+        now: DateTime<Utc>,
+    ) -> Event {
+        Event {
+            id: uuid::Uuid::new_v4().to_string(),
+            occurred_at: iso(now),
+            received_at: iso(now),
+            source: "server",
+            client_id,
+            kind: kind.to_owned(),
+            level,
+            correlation_id: None,
+            subject: Map::new(),
+            data: match data {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+        }
+    }
+
+    /// The API's ActivityRecord.
+    pub fn to_json(&self, seen: bool) -> Value {
+        json!({
+            "id": self.id,
+            "occurredAt": self.occurred_at,
+            "receivedAt": self.received_at,
+            "source": self.source,
+            "clientId": self.client_id,
+            "kind": self.kind,
+            "level": self.level.as_str(),
+            "correlationId": self.correlation_id,
+            "subject": self.subject,
+            "data": self.data,
+            "seen": seen,
+        })
+    }
+}
+
+/// What one entry of an agent's batch turned out to be.
+#[derive(Debug, PartialEq)]
+pub enum Incoming {
+    Event(Box<Event>),
+    /// Does not parse but names its id: acknowledged, never stored.
+    Refused {
+        id: String,
+        why: String,
+    },
+    /// Does not parse and has no id: dropped.
+    Dropped {
+        why: String,
+    },
+}
+
+/// Parses an ACTIVITY payload. `None` when the envelope itself does not parse (no
+/// `events` list): the batch is dropped without ack, so the agent offers it again.
+pub fn parse_batch(payload: &Value, client_id: &str, now: DateTime<Utc>) -> Option<Vec<Incoming>> {
+    let events = payload.get("events")?.as_array()?;
+    Some(
+        events
+            .iter()
+            .map(|e| parse_event(e, client_id, now))
+            .collect(),
+    )
+}
+
+fn parse_event(v: &Value, client_id: &str, now: DateTime<Utc>) -> Incoming {
+    let id = v
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned);
+    let refuse = |why: String| match &id {
+        Some(id) => Incoming::Refused {
+            id: id.clone(),
+            why,
+        },
+        None => Incoming::Dropped { why },
+    };
+    let Some(obj) = v.as_object() else {
+        return refuse("not an object".into());
+    };
+    let Some(id) = id.clone() else {
+        return refuse("id: missing".into());
+    };
+    let occurred_at = match obj
+        .get("occurredAt")
+        .and_then(Value::as_str)
+        .map(DateTime::parse_from_rfc3339)
+    {
+        Some(Ok(t)) => iso(t.with_timezone(&Utc)),
+        _ => return refuse("occurredAt: not an ISO 8601 timestamp".into()),
+    };
+    let Some(kind) = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty())
+    else {
+        return refuse("kind: missing".into());
+    };
+    let correlation_id = match obj.get("correlationId") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return refuse("correlationId: not a string".into()),
+    };
+    let object = |key: &str| match obj.get(key) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(_) => Err(format!("{key}: not an object")),
+    };
+    let (subject, data) = match (object("subject"), object("data")) {
+        (Ok(s), Ok(d)) => (s, d),
+        (Err(why), _) | (_, Err(why)) => return refuse(why),
+    };
+    // An unknown level reads as info; the protocol type does exactly that.
+    let level: ActivityLevel = obj
+        .get("level")
+        .cloned()
+        .and_then(|l| serde_json::from_value(l).ok())
+        .unwrap_or_default();
+    Incoming::Event(Box::new(Event {
+        id,
+        occurred_at,
+        received_at: iso(now),
+        source: "agent",
+        client_id: Some(client_id.to_owned()),
+        kind: kind.to_owned(),
+        level,
+        correlation_id,
+        subject,
+        data,
+    }))
+}
+
+/// Decides the stored level of a kind, or that it is not recorded at all.
+pub trait LevelPolicy: Send + Sync {
+    /// `None`: do not record this kind.
+    fn level_for(&self, kind: &str, level: ActivityLevel) -> Option<ActivityLevel>;
+}
+
+/// Records every kind at the level it came with.
+pub struct AsReported;
+
+impl LevelPolicy for AsReported {
+    fn level_for(&self, _kind: &str, level: ActivityLevel) -> Option<ActivityLevel> {
+        Some(level)
+    }
+}
+
+/// Stores the events whose ids are new, in one transaction; returns those stored now.
+pub fn insert_new(db: &Db, events: Vec<Event>) -> Result<Vec<Event>, DbError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    db.write(move |c| {
+        let mut stmt = c.prepare_cached(
+            "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
+        )?;
+        let mut stored = Vec::new();
+        for e in events {
+            let n = stmt.execute(params![
+                e.id,
+                e.occurred_at,
+                e.received_at,
+                e.source,
+                e.client_id,
+                e.kind,
+                e.level.as_str(),
+                e.correlation_id,
+                Value::Object(e.subject.clone()).to_string(),
+                Value::Object(e.data.clone()).to_string(),
+            ])?;
+            if n == 1 {
+                stored.push(e);
+            }
+        }
+        Ok(stored)
+    })
+}
+
+/// The activity list, newest first by occurredAt, with `user_id`'s seen state.
+pub fn list(db: &Db, user_id: i64) -> Result<Vec<Value>, DbError> {
+    db.read(|c| {
+        let mut stmt = c.prepare(
+            "SELECT a.*, s.user_id IS NOT NULL AS seen FROM activity a
+             LEFT JOIN activity_seen s ON s.activity_id = a.id AND s.user_id = ?1
+             ORDER BY a.occurred_at DESC, a.received_at DESC, a.id DESC",
+        )?;
+        let rows = stmt
+            .query_map([user_id], |r| {
+                let obj = |col: &str| -> rusqlite::Result<Map<String, Value>> {
+                    let text: String = r.get(col)?;
+                    Ok(serde_json::from_str::<Value>(&text)
+                        .ok()
+                        .and_then(|v| v.as_object().cloned())
+                        .unwrap_or_default())
+                };
+                let level: String = r.get("level")?;
+                let source: String = r.get("source")?;
+                let e = Event {
+                    id: r.get("id")?,
+                    occurred_at: r.get("occurred_at")?,
+                    received_at: r.get("received_at")?,
+                    source: if source == "server" {
+                        "server"
+                    } else {
+                        "agent"
+                    },
+                    client_id: r.get("client_id")?,
+                    kind: r.get("kind")?,
+                    level: serde_json::from_value(Value::String(level)).unwrap_or_default(),
+                    correlation_id: r.get("correlation_id")?,
+                    subject: obj("subject")?,
+                    data: obj("data")?,
+                };
+                Ok(e.to_json(r.get("seen")?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    })
+}
+
+/// Marks events seen for a user; returns the ids that turned seen now (unknown and
+/// already-seen ids are skipped).
+pub fn mark_seen(db: &Db, user_id: i64, ids: Vec<String>) -> Result<Vec<String>, DbError> {
+    db.write(move |c| {
+        let mut stmt = c.prepare_cached(
+            "INSERT INTO activity_seen (activity_id, user_id) SELECT id, ?2 FROM activity WHERE id = ?1
+             ON CONFLICT DO NOTHING",
+        )?;
+        let mut turned = Vec::new();
+        for id in ids {
+            if stmt.execute(params![id, user_id])? == 1 {
+                turned.push(id);
+            }
+        }
+        Ok(turned)
+    })
+}
+
+pub fn delete_all(db: &Db) -> Result<(), DbError> {
+    db.write(|c| {
+        c.execute("DELETE FROM activity", [])?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn now() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 21, 9, 0, 0).unwrap()
+    }
+
+    #[test]
+    fn envelope_and_events_are_parsed_apart() {
+        assert!(parse_batch(&json!({"evts": []}), "c", now()).is_none());
+        assert!(parse_batch(&json!({"events": {}}), "c", now()).is_none());
+        let parsed = parse_batch(
+            &json!({"events": [
+                {"id": "a", "occurredAt": "2026-11-21T08:00:00+01:00", "kind": "vrrp.state_changed", "level": "loud",
+                 "subject": {"instanceName": "VI_1"}, "data": {"to": "FAULT"}, "source": "server", "clientId": "forged"},
+                {"id": "b", "occurredAt": "yesterday", "kind": "x"},
+                {"occurredAt": "2026-11-21T08:00:00Z", "kind": "x"},
+                {"id": "c", "occurredAt": "2026-11-21T08:00:00Z", "kind": "x", "data": [1]},
+                "not an object"
+            ]}),
+            "client-1",
+            now(),
+        )
+        .unwrap();
+        let Incoming::Event(e) = &parsed[0] else {
+            panic!("{:?}", parsed[0])
+        };
+        assert_eq!(
+            e.occurred_at, "2026-11-21T07:00:00.000Z",
+            "normalised to UTC so the list orders by time"
+        );
+        assert_eq!(e.level, ActivityLevel::Info, "unknown level reads as info");
+        assert_eq!(
+            (e.source, e.client_id.as_deref()),
+            ("agent", Some("client-1")),
+            "taken from the connection"
+        );
+        assert_eq!(e.subject["instanceName"], "VI_1");
+        assert!(matches!(&parsed[1], Incoming::Refused { id, .. } if id == "b"));
+        assert!(matches!(&parsed[2], Incoming::Dropped { .. }));
+        assert!(matches!(&parsed[3], Incoming::Refused { id, .. } if id == "c"));
+        assert!(matches!(&parsed[4], Incoming::Dropped { .. }));
+    }
+}

@@ -1,0 +1,256 @@
+//! Routes about agents: registration tokens, registration, clients, their
+//! readings, and the activity list.
+
+use super::request::Req;
+use super::response::{ApiError, ApiResult, Resp};
+use super::validate::{invalid, Body};
+use crate::activity::{self, Event};
+use crate::app::App;
+use crate::auth::Session;
+use crate::clients::{self, ClientError, ClientUpdate, SITE_MAX};
+use crate::config::values::parse_ipv4_net;
+use crate::live::{envelope, ToSocket};
+use crate::readings;
+use crate::registration::{self, ipv4_text, RegistrationError, DISPLAY_NAME_MAX};
+use serde_json::{json, Value};
+use vrrp_protocol::ActivityLevel;
+
+impl From<RegistrationError> for ApiError {
+    fn from(e: RegistrationError) -> Self {
+        match e {
+            RegistrationError::Forbidden => {
+                ApiError::new(403, "Invalid, used or expired registration token")
+            }
+            RegistrationError::NotFound => ApiError::not_found("Token not found"),
+            RegistrationError::Db(e) => e.into(),
+        }
+    }
+}
+
+impl From<ClientError> for ApiError {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::NotFound => ApiError::not_found("Client not found"),
+            ClientError::Rule(text) => ApiError::bad_request(text),
+            ClientError::Db(e) => e.into(),
+        }
+    }
+}
+
+const IPV4_RULE: &str = "must be an IPv4 address or CIDR network";
+
+fn last<'a>(path: &[&'a str], from_end: usize) -> &'a str {
+    path.get(path.len().saturating_sub(1 + from_end))
+        .copied()
+        .unwrap_or_default()
+}
+
+// --- registration tokens ---
+
+pub fn list_tokens(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&registration::list_tokens(&app.db)?))
+}
+
+pub fn create_token(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    let body = Body::parse(&req.body)?;
+    let display_name = body
+        .optional_string("displayName")?
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    if display_name
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > DISPLAY_NAME_MAX)
+    {
+        return Err(invalid("displayName", "must be at most 100 characters"));
+    }
+    let allowed = match body
+        .optional_string("inboundAllowedIp")?
+        .filter(|s| !s.trim().is_empty())
+    {
+        None => None,
+        Some(s) => Some(parse_ipv4_net(&s).map_err(|_| invalid("inboundAllowedIp", IPV4_RULE))?),
+    };
+    let issued = registration::create_token(&app.db, display_name, allowed, app.clock.now())?;
+    log::info!(
+        "Registration token created by \"{}\", valid until {}",
+        session.username,
+        issued.expires_at
+    );
+    Ok(Resp::ok(&json!({
+        "token": issued.token,
+        "expiresAt": issued.expires_at,
+        "displayName": issued.display_name,
+        "inboundAllowedIp": issued.inbound_allowed_ip,
+    })))
+}
+
+pub fn delete_token(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
+    registration::delete_token(&app.db, last(path, 0).to_owned())?;
+    Ok(Resp::ok(&json!({ "status": "deleted" })))
+}
+
+/// `POST /api/v1/register` (public): a token buys a new client's identity.
+pub fn register(app: &App, req: &Req) -> ApiResult {
+    let body = Body::parse(&req.body)?;
+    let token = body.required_text("token")?;
+    let hostname = body.optional_string("hostname")?;
+    let now = app.clock.now();
+    let done = registration::register(&app.db, &token, hostname, req.client_ip, now)?;
+    log::info!(
+        "Client {} ({}) registered from {}",
+        done.client_name,
+        done.client_id,
+        req.client_ip
+    );
+    app.broadcast_clients();
+    let data = json!({ "hostname": done.hostname, "clientName": done.client_name });
+    app.record_activity(vec![Event::server(
+        "client.registered",
+        ActivityLevel::Info,
+        Some(done.client_id.clone()),
+        data,
+        now,
+    )]);
+    Ok(Resp::ok(
+        &json!({ "token": done.auth_token, "clientId": done.client_id }),
+    ))
+}
+
+// --- clients ---
+
+pub fn list_clients(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&app.client_list()?))
+}
+
+/// `null` clears, a string sets, absence keeps.
+fn nullable(body: &Body, key: &str) -> Result<Option<Option<String>>, ApiError> {
+    if !body.has(key) {
+        return Ok(None);
+    }
+    Ok(Some(
+        body.optional_string(key)?
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty()),
+    ))
+}
+
+pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
+    let id = last(path, 0).to_owned();
+    let body = Body::parse(&req.body)?;
+    let display_name = body
+        .optional_string("displayName")?
+        .map(|s| s.trim().to_owned());
+    let site = nullable(&body, "site")?;
+    if site
+        .as_ref()
+        .and_then(|s| s.as_ref())
+        .is_some_and(|s| s.chars().count() > SITE_MAX)
+    {
+        return Err(invalid("site", "must be at most 100 characters"));
+    }
+    let allowed = match nullable(&body, "inboundAllowedIp")? {
+        None => None,
+        Some(None) => Some(None),
+        Some(Some(s)) => Some(Some(ipv4_text(
+            &parse_ipv4_net(&s).map_err(|_| invalid("inboundAllowedIp", IPV4_RULE))?,
+        ))),
+    };
+    let target = body.optional_string("outboundTargetAddress")?;
+    if display_name.is_none() && site.is_none() && allowed.is_none() && target.is_none() {
+        return Err(invalid("body", "at least one of displayName, site, inboundAllowedIp, outboundTargetAddress is required"));
+    }
+    let change = ClientUpdate {
+        display_name,
+        site,
+        inbound_allowed_ip: allowed,
+        outbound_target_address: target,
+    };
+    clients::update(&app.db, id, change, app.clock.now())?;
+    app.broadcast_clients();
+    Ok(Resp::ok(&json!({ "success": true })))
+}
+
+pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
+    let id = last(path, 0).to_owned();
+    clients::delete(&app.db, id.clone())?;
+    app.agents.close(
+        &id,
+        crate::live::agents::DELETED.0,
+        crate::live::agents::DELETED.1,
+    );
+    log::info!("Client {id} deleted by \"{}\"", session.username);
+    app.broadcast_clients();
+    Ok(Resp::ok(&json!({ "status": "deleted" })))
+}
+
+// --- readings ---
+
+pub fn list_states(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&readings::list(&app.db)?))
+}
+
+pub fn client_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
+    let id = last(path, 1);
+    if clients::get(&app.db, id)?.is_none() {
+        return Err(ApiError::not_found("Client not found"));
+    }
+    match readings::get(&app.db, id)? {
+        Some(reading) => Ok(Resp::ok(&reading)),
+        None => Err(ApiError::not_found("No reading from this client yet")),
+    }
+}
+
+pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
+    let id = last(path, 2);
+    if clients::get(&app.db, id)?.is_none() {
+        return Err(ApiError::not_found("Client not found"));
+    }
+    if !app.agents.send(
+        id,
+        ToSocket::Text(envelope("REQUEST_STATE_UPDATE", json!({}))),
+    ) {
+        return Err(ApiError::new(409, "Client is offline"));
+    }
+    Ok(Resp::ok(&json!({ "status": "requested" })))
+}
+
+// --- activity ---
+
+pub fn list_activity(app: &App, _req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&activity::list(&app.db, session.user_id)?))
+}
+
+pub fn mark_seen(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    let body = Body::parse(&req.body)?;
+    let ids = match body.get("ids") {
+        None | Some(Value::Null) => return Err(invalid("ids", "is required")),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| invalid(&format!("ids[{i}]"), "must be a string"))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(_) => return Err(invalid("ids", "must be a list of strings")),
+    };
+    if ids.is_empty() {
+        return Err(invalid("ids", "must not be empty"));
+    }
+    let turned = activity::mark_seen(&app.db, session.user_id, ids)?;
+    if !turned.is_empty() {
+        app.hub.send_to_user(
+            session.user_id,
+            envelope("ACTIVITY_SEEN", json!({ "ids": turned })),
+        );
+    }
+    Ok(Resp::ok(&json!({ "ok": true })))
+}
+
+pub fn delete_activity(app: &App, _req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    activity::delete_all(&app.db)?;
+    log::info!("Activity list cleared by \"{}\"", session.username);
+    app.hub.broadcast(envelope("ACTIVITY_UPDATE", json!([])));
+    Ok(Resp::ok(&json!({ "ok": true })))
+}

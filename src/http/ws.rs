@@ -1,0 +1,374 @@
+//! WebSocket sockets over tiny_http's upgraded streams.
+//!
+//! tiny_http hands over an opaque stream without timeouts. We find the socket's
+//! descriptor by its address pair and make it non-blocking, so one thread per
+//! socket can `poll` the socket together with its [`Inbox`]'s wake-up descriptor:
+//! a message for the socket goes out at once, a read never blocks, and a peer
+//! that stops reading only fills our bounded write buffer until we drop it.
+//!
+//! [`run`] is the loop every session (agent, dashboard) runs; the session decides
+//! what a message means, the loop does the heartbeat and the I/O.
+
+use crate::clock::SharedClock;
+use crate::live::{Inbox, ToSocket};
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::net::SocketAddr;
+use std::os::fd::{BorrowedFd, RawFd};
+use std::time::Duration;
+use tungstenite::protocol::frame::coding::CloseCode;
+use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
+use tungstenite::{Message, WebSocket};
+
+/// A ping every 30 s; a socket whose previous pong never came is dropped.
+pub const HEARTBEAT_SECS: i64 = 30;
+/// Longest single wait, so that a driven clock is looked at often enough.
+const MAX_WAIT: Duration = Duration::from_millis(500);
+
+type Stream = Box<dyn tiny_http::ReadWrite + Send>;
+
+/// Small buffers: a thousand agent sockets must cost little memory.
+fn config() -> WebSocketConfig {
+    WebSocketConfig::default()
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(0)
+        .max_write_buffer_size(4 * 1024 * 1024)
+        .max_message_size(Some(4 * 1024 * 1024))
+        .max_frame_size(Some(4 * 1024 * 1024))
+}
+
+/// Whether a request asks for a WebSocket.
+pub fn is_upgrade(rq: &tiny_http::Request) -> bool {
+    let header = |name: &str| {
+        rq.headers()
+            .iter()
+            .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+            .map(|h| h.value.as_str().to_owned())
+    };
+    header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+        && header("connection").is_some_and(|v| v.to_ascii_lowercase().contains("upgrade"))
+        && header("sec-websocket-key").is_some()
+}
+
+pub struct WsSocket {
+    ws: WebSocket<Stream>,
+    pub peer: SocketAddr,
+    fd: RawFd,
+    /// Frames are waiting in the write buffer for the socket to take them.
+    pending: bool,
+}
+
+/// What arrived from the peer.
+#[derive(Debug, PartialEq)]
+pub enum Received {
+    Text(String),
+    Pong,
+    /// The peer closed, or the socket failed.
+    Closed,
+}
+
+/// Completes the handshake; `None` (after a 400 answer) when it cannot be.
+pub fn accept(rq: tiny_http::Request, port: u16) -> Option<WsSocket> {
+    let peer = *rq.remote_addr()?;
+    let key = rq
+        .headers()
+        .iter()
+        .find(|h| {
+            h.field
+                .as_str()
+                .as_str()
+                .eq_ignore_ascii_case("sec-websocket-key")
+        })
+        .map(|h| h.value.as_str().to_owned())?;
+    let Some(fd) = super::conns::find_socket(port, peer) else {
+        log::error!("Cannot find the socket of {peer}; refusing its WebSocket");
+        let _ = rq.respond(tiny_http::Response::empty(500));
+        return None;
+    };
+    let accept_key = tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let response = tiny_http::Response::empty(101).with_header(
+        tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
+    );
+    let stream = rq.upgrade("websocket", response);
+    if let Err(e) = set_nonblocking(fd) {
+        log::error!("Cannot make the socket of {peer} non-blocking: {e}");
+        return None;
+    }
+    Some(WsSocket {
+        ws: WebSocket::from_raw_socket(stream, Role::Server, Some(config())),
+        peer,
+        fd,
+        pending: false,
+    })
+}
+
+fn set_nonblocking(fd: RawFd) -> nix::Result<()> {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    // SAFETY: the descriptor belongs to the upgraded stream we hold for the socket's life.
+    let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
+    let flags = OFlag::from_bits_truncate(fcntl(borrowed, FcntlArg::F_GETFL)?);
+    fcntl(borrowed, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
+    Ok(())
+}
+
+fn would_block(e: &tungstenite::Error) -> bool {
+    matches!(e, tungstenite::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// The socket is gone.
+#[derive(Debug)]
+pub struct Gone;
+
+impl WsSocket {
+    /// Waits until the socket or the inbox has something, or `timeout`.
+    fn wait(&self, wake: BorrowedFd<'_>, timeout: Duration) {
+        // SAFETY: the descriptor is open for as long as `self` holds the stream.
+        let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let mut events = PollFlags::POLLIN;
+        if self.pending {
+            events |= PollFlags::POLLOUT;
+        }
+        let mut fds = [
+            PollFd::new(sock, events),
+            PollFd::new(wake, PollFlags::POLLIN),
+        ];
+        let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
+        let _ = poll(&mut fds, PollTimeout::from(ms));
+    }
+
+    /// Everything the peer sent that can be read now.
+    fn receive(&mut self) -> Vec<Received> {
+        let mut out = Vec::new();
+        loop {
+            match self.ws.read() {
+                Ok(Message::Text(t)) => out.push(Received::Text(t.as_str().to_owned())),
+                Ok(Message::Pong(_)) => out.push(Received::Pong),
+                Ok(Message::Close(_)) => {
+                    out.push(Received::Closed);
+                    return out;
+                }
+                // Pings are answered by tungstenite on the next write or flush.
+                Ok(_) => {}
+                Err(e) if would_block(&e) => return out,
+                Err(_) => {
+                    out.push(Received::Closed);
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, msg: Message) -> Result<(), Gone> {
+        match self.ws.write(msg) {
+            Ok(()) => {}
+            Err(e) if would_block(&e) => {}
+            Err(tungstenite::Error::WriteBufferFull(_)) => {
+                log::warn!(
+                    "WebSocket of {} is not keeping up (write buffer full); dropping it",
+                    self.peer
+                );
+                return Err(Gone);
+            }
+            Err(_) => return Err(Gone),
+        }
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<(), Gone> {
+        match self.ws.flush() {
+            Ok(()) => {
+                self.pending = false;
+                Ok(())
+            }
+            Err(e) if would_block(&e) => {
+                self.pending = true;
+                Ok(())
+            }
+            Err(_) => Err(Gone),
+        }
+    }
+
+    pub fn send_text(&mut self, text: &str) -> Result<(), Gone> {
+        self.write(Message::text(text))
+    }
+
+    fn ping(&mut self) -> Result<(), Gone> {
+        self.write(Message::Ping(Vec::new().into()))
+    }
+
+    /// Sends a close frame (best effort) and ends the socket.
+    pub fn close(mut self, code: u16, reason: &str) {
+        let frame = CloseFrame {
+            code: CloseCode::from(code),
+            reason: reason.to_owned().into(),
+        };
+        let _ = self.ws.close(Some(frame));
+        // Give the close frame a moment to leave a slow socket.
+        for _ in 0..20 {
+            match self.ws.flush() {
+                Err(e) if would_block(&e) => std::thread::sleep(Duration::from_millis(5)),
+                _ => break,
+            }
+        }
+    }
+}
+
+/// The ping/pong heartbeat, without I/O.
+#[derive(Debug, Clone)]
+pub struct Heartbeat {
+    next_ping: DateTime<Utc>,
+    awaiting_pong: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Beat {
+    Nothing,
+    Ping,
+    Dead,
+}
+
+impl Heartbeat {
+    pub fn new(now: DateTime<Utc>) -> Self {
+        Heartbeat {
+            next_ping: now + ChronoDuration::seconds(HEARTBEAT_SECS),
+            awaiting_pong: false,
+        }
+    }
+
+    pub fn tick(&mut self, now: DateTime<Utc>) -> Beat {
+        if now < self.next_ping {
+            return Beat::Nothing;
+        }
+        if self.awaiting_pong {
+            return Beat::Dead;
+        }
+        self.awaiting_pong = true;
+        self.next_ping = now + ChronoDuration::seconds(HEARTBEAT_SECS);
+        Beat::Ping
+    }
+
+    pub fn pong(&mut self) {
+        self.awaiting_pong = false;
+    }
+
+    pub fn next_at(&self) -> DateTime<Utc> {
+        self.next_ping
+    }
+}
+
+/// What a session wants after handling something.
+pub enum Flow {
+    Continue,
+    /// Close with this code and reason.
+    Close(u16, &'static str),
+    /// The socket is gone or done; nothing more to send.
+    End,
+}
+
+/// The part of a socket's life that differs between agents and dashboards.
+pub trait Session {
+    fn on_text(&mut self, socket: &mut WsSocket, text: String) -> Flow;
+    /// Called on every turn of the loop with the current time (e.g. the AUTH window).
+    fn on_time(&mut self, _now: DateTime<Utc>) -> Flow {
+        Flow::Continue
+    }
+    /// When `on_time` next needs to run.
+    fn deadline(&self) -> Option<DateTime<Utc>> {
+        None
+    }
+}
+
+/// Runs a socket until it ends: heartbeat, inbox, the peer's messages.
+pub fn run(
+    mut socket: WsSocket,
+    inbox: &Inbox<ToSocket>,
+    clock: &SharedClock,
+    session: &mut dyn Session,
+) {
+    let mut heartbeat = Heartbeat::new(clock.now());
+    let close = |socket: WsSocket, code, reason| socket.close(code, reason);
+    loop {
+        // Messages first: tiny_http may hold bytes the socket no longer shows.
+        for received in socket.receive() {
+            let flow = match received {
+                Received::Text(text) => session.on_text(&mut socket, text),
+                Received::Pong => {
+                    heartbeat.pong();
+                    Flow::Continue
+                }
+                Received::Closed => Flow::End,
+            };
+            match flow {
+                Flow::Continue => {}
+                Flow::Close(code, reason) => return close(socket, code, reason),
+                Flow::End => return,
+            }
+        }
+        match inbox.drain() {
+            None => return close(socket, 1001, "Server shutting down"),
+            Some(messages) => {
+                for m in messages {
+                    match m {
+                        ToSocket::Text(text) => {
+                            if socket.send_text(&text).is_err() {
+                                return;
+                            }
+                        }
+                        ToSocket::Close(code, reason) => return close(socket, code, reason),
+                    }
+                }
+            }
+        }
+        if socket.pending && socket.flush().is_err() {
+            return;
+        }
+        let now = clock.now();
+        match heartbeat.tick(now) {
+            Beat::Nothing => {}
+            Beat::Ping => {
+                if socket.ping().is_err() {
+                    return;
+                }
+            }
+            Beat::Dead => {
+                log::info!(
+                    "WebSocket of {} missed its pong; terminating it",
+                    socket.peer
+                );
+                return;
+            }
+        }
+        match session.on_time(now) {
+            Flow::Continue => {}
+            Flow::Close(code, reason) => return close(socket, code, reason),
+            Flow::End => return,
+        }
+        let next = session
+            .deadline()
+            .map_or(heartbeat.next_at(), |d| d.min(heartbeat.next_at()));
+        let until = (next - now).to_std().unwrap_or_default().min(MAX_WAIT);
+        socket.wait(inbox.wake_fd(), until.max(Duration::from_millis(1)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn heartbeat_pings_every_30_s_and_declares_a_silent_peer_dead() {
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 21, 9, 0, 0).unwrap();
+        let mut hb = Heartbeat::new(t0);
+        assert_eq!(hb.tick(t0 + ChronoDuration::seconds(29)), Beat::Nothing);
+        assert_eq!(hb.tick(t0 + ChronoDuration::seconds(30)), Beat::Ping);
+        hb.pong();
+        assert_eq!(hb.tick(t0 + ChronoDuration::seconds(59)), Beat::Nothing);
+        assert_eq!(hb.tick(t0 + ChronoDuration::seconds(60)), Beat::Ping);
+        assert_eq!(
+            hb.tick(t0 + ChronoDuration::seconds(90)),
+            Beat::Dead,
+            "no pong since the last ping"
+        );
+    }
+}

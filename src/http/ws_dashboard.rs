@@ -1,0 +1,98 @@
+//! `/ws/dashboard`: the live feed of a logged-in operator.
+//!
+//! Authenticated by the `svc_session` cookie only. On connect it sends the full
+//! client list, every stored reading and the activity list; then whatever the
+//! [`Hub`](crate::live::Hub) broadcasts.
+
+use super::conns::ConnTracker;
+use super::ws::{self, Flow, Session, WsSocket};
+use crate::activity;
+use crate::app::App;
+use crate::auth::{self, cookies, AuthFailure};
+use crate::live::{self, envelope, hub, ToSocket};
+use crate::readings;
+use std::sync::Arc;
+
+pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
+    let token = rq
+        .headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case("cookie"))
+        .and_then(|h| cookies::find(h.value.as_str(), cookies::SESSION_COOKIE).map(str::to_owned));
+    let Some(peer) = rq.remote_addr().copied() else {
+        return;
+    };
+    let busy = tracker.busy(peer);
+    let spawned = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .name("ws-dashboard".into())
+        .spawn(move || {
+            let _busy = busy;
+            let Some(socket) = ws::accept(rq, app.port) else {
+                return;
+            };
+            if crate::lifecycle::contain_panics(|| serve(&app, socket, token)).is_none() {
+                log::error!("The dashboard connection from {peer} ended in a panic");
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!("Cannot start a thread for the dashboard connection from {peer}: {e}");
+    }
+}
+
+fn serve(app: &Arc<App>, mut socket: WsSocket, token: Option<String>) {
+    let Some(token) = token.filter(|t| !t.is_empty()) else {
+        return socket.close(4001, "Unauthorized");
+    };
+    let session = match auth::authenticate(&app.db, &app.sessions, Some(&token), app.clock.now()) {
+        Ok(s) => s,
+        Err(AuthFailure::Db(e)) => {
+            log::error!("{e}");
+            return socket.close(1011, "Internal error");
+        }
+        Err(_) => return socket.close(4001, "Invalid Token"),
+    };
+    // The thread's name says whose feed it is.
+    let _ = std::fs::write(
+        format!("/proc/self/task/{}/comm", nix::unistd::gettid()),
+        format!("ws-dash:{}", session.username),
+    );
+    let (outbox, inbox) = match live::channel::<ToSocket>(hub::QUEUE) {
+        Ok(c) => c,
+        Err(e) => {
+            log::error!("Cannot create a queue for a dashboard socket: {e}");
+            return;
+        }
+    };
+    // Subscribe before taking the snapshot: a broadcast in between waits in the
+    // queue and goes out after it, so nothing is missed (an event may come twice).
+    let subscription = app.hub.subscribe(session.user_id, outbox);
+    if send_snapshot(app, &mut socket, session.user_id).is_err() {
+        app.hub.unsubscribe(subscription);
+        return;
+    }
+    ws::run(socket, &inbox, &app.clock, &mut DashboardSession);
+    app.hub.unsubscribe(subscription);
+}
+
+fn send_snapshot(app: &App, socket: &mut WsSocket, user_id: i64) -> Result<(), ws::Gone> {
+    let clients = app.client_list().map_err(|e| {
+        log::error!("{e}");
+        ws::Gone
+    })?;
+    socket.send_text(&envelope("CLIENTS_UPDATE", clients))?;
+    for reading in readings::list(&app.db).unwrap_or_default() {
+        socket.send_text(&envelope("KEEPALIVED_STATE_UPDATE", reading))?;
+    }
+    let list = activity::list(&app.db, user_id).unwrap_or_default();
+    socket.send_text(&envelope("ACTIVITY_UPDATE", serde_json::Value::Array(list)))
+}
+
+/// Dashboards only listen; what they send is ignored.
+struct DashboardSession;
+
+impl Session for DashboardSession {
+    fn on_text(&mut self, _socket: &mut WsSocket, _text: String) -> Flow {
+        Flow::Continue
+    }
+}

@@ -1,0 +1,129 @@
+//! Live state: which agents and dashboards are connected right now, and the
+//! queues that carry messages to their socket threads.
+//!
+//! Invariant: nothing here blocks. A message to a socket goes into that socket's
+//! bounded [`Outbox`] with `try_send`; a socket that cannot keep up is dropped
+//! rather than slowing the sender (the evaluator, an agent, another dashboard).
+
+pub mod agents;
+pub mod hub;
+
+pub use agents::AgentRegistry;
+pub use hub::Hub;
+
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
+
+/// The sending end of a socket thread's queue; wakes the thread on every message.
+pub struct Outbox<T> {
+    tx: Sender<T>,
+    waker: Arc<EventFd>,
+}
+
+impl<T> Clone for Outbox<T> {
+    fn clone(&self) -> Self {
+        Outbox {
+            tx: self.tx.clone(),
+            waker: self.waker.clone(),
+        }
+    }
+}
+
+/// The receiving end, polled together with the socket.
+pub struct Inbox<T> {
+    rx: Receiver<T>,
+    waker: Arc<EventFd>,
+}
+
+pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
+    let waker = Arc::new(EventFd::from_flags(
+        EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
+    )?);
+    let (tx, rx) = bounded(capacity);
+    Ok((
+        Outbox {
+            tx,
+            waker: waker.clone(),
+        },
+        Inbox { rx, waker },
+    ))
+}
+
+/// Why a message could not be queued.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Undelivered {
+    /// The socket is not keeping up.
+    Full,
+    /// The socket thread has ended.
+    Gone,
+}
+
+impl<T> Outbox<T> {
+    pub fn send(&self, msg: T) -> Result<(), Undelivered> {
+        match self.tx.try_send(msg) {
+            Ok(()) => {
+                let _ = self.waker.write(1);
+                Ok(())
+            }
+            Err(TrySendError::Full(_)) => Err(Undelivered::Full),
+            Err(TrySendError::Disconnected(_)) => Err(Undelivered::Gone),
+        }
+    }
+}
+
+impl<T> Inbox<T> {
+    /// The descriptor that becomes readable when a message arrives.
+    pub fn wake_fd(&self) -> BorrowedFd<'_> {
+        self.waker.as_fd()
+    }
+
+    /// Takes every waiting message; `None` when every sender is gone.
+    pub fn drain(&self) -> Option<Vec<T>> {
+        let _ = self.waker.read();
+        let mut out = Vec::new();
+        loop {
+            match self.rx.try_recv() {
+                Ok(m) => out.push(m),
+                Err(crossbeam_channel::TryRecvError::Empty) => return Some(out),
+                Err(crossbeam_channel::TryRecvError::Disconnected) => {
+                    return if out.is_empty() { None } else { Some(out) }
+                }
+            }
+        }
+    }
+}
+
+/// What a socket thread is asked to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToSocket {
+    /// A JSON text frame, shared by every receiver of a broadcast.
+    Text(Arc<str>),
+    /// Close with this code and reason.
+    Close(u16, &'static str),
+}
+
+/// One message in the `{type, payload}` envelope (design.md).
+pub fn envelope(kind: &str, payload: serde_json::Value) -> Arc<str> {
+    serde_json::json!({ "type": kind, "payload": payload })
+        .to_string()
+        .into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_and_gone() {
+        let (out, inbox) = channel::<u8>(2).unwrap();
+        assert_eq!(out.send(1), Ok(()));
+        assert_eq!(out.send(2), Ok(()));
+        assert_eq!(out.send(3), Err(Undelivered::Full));
+        assert_eq!(inbox.drain(), Some(vec![1, 2]));
+        assert_eq!(inbox.drain(), Some(vec![]));
+        drop(inbox);
+        assert_eq!(out.send(4), Err(Undelivered::Gone));
+    }
+}

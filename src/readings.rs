@@ -1,0 +1,285 @@
+//! The last keepalived reading of every client.
+//!
+//! A reading is stored as received (unknown fields kept) after [`normalise`]
+//! checked its shape and rewrote the state words this build knows; it is
+//! normalised again when read out, so a stored reading from another build reads
+//! the same way. Also keeps each client's last-known instances.
+
+use crate::db::{Db, DbError};
+use rusqlite::{params, OptionalExtension};
+use serde_json::{Map, Value};
+use vrrp_protocol::VrrpState;
+
+/// Why a reading was discarded.
+#[derive(Debug, PartialEq)]
+pub struct Malformed(pub String);
+
+fn state_word(v: &Value) -> Value {
+    let state = match v {
+        Value::String(s) => VrrpState::from_word(s),
+        Value::Number(n) => n.as_i64().map_or(VrrpState::Unknown, VrrpState::from_code),
+        _ => VrrpState::Unknown,
+    };
+    Value::String(state.as_str().to_owned())
+}
+
+fn normalise_instance(v: &mut Value, at: &str) -> Result<(), Malformed> {
+    let obj = v
+        .as_object_mut()
+        .ok_or_else(|| Malformed(format!("{at}: not an object")))?;
+    if !obj.get("name").is_some_and(Value::is_string) {
+        return Err(Malformed(format!("{at}.name: not a string")));
+    }
+    let state = obj.get("state").map_or(Value::Null, state_word);
+    obj.insert(
+        "state".into(),
+        if state.is_null() {
+            Value::String("UNKNOWN".into())
+        } else {
+            state
+        },
+    );
+    if let Some(w) = obj.get_mut("wantedState") {
+        if !w.is_null() {
+            *w = state_word(w);
+        }
+    }
+    if let Some(vips) = obj.get("vips") {
+        if !vips.is_array() {
+            return Err(Malformed(format!("{at}.vips: not a list")));
+        }
+    } else {
+        obj.insert("vips".into(), Value::Array(Vec::new()));
+    }
+    Ok(())
+}
+
+/// Checks a reading's shape and rewrites its state words; unknown fields stay.
+/// Fields only the server sets are dropped from what an agent sent.
+pub fn normalise(payload: &Value) -> Result<Map<String, Value>, Malformed> {
+    let mut obj = payload
+        .as_object()
+        .cloned()
+        .ok_or_else(|| Malformed("not an object".into()))?;
+    for server_field in ["clientId", "receivedAt", "lastKnownInstances"] {
+        obj.remove(server_field);
+    }
+    if !obj.get("running").is_some_and(Value::is_boolean) {
+        return Err(Malformed("running: not true or false".into()));
+    }
+    if !obj.get("collectedAt").is_some_and(Value::is_string) {
+        return Err(Malformed("collectedAt: not a string".into()));
+    }
+    for list in ["instances", "syncGroups"] {
+        match obj.get_mut(list) {
+            None | Some(Value::Null) => {
+                obj.insert(list.into(), Value::Array(Vec::new()));
+            }
+            Some(Value::Array(items)) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    let at = format!("{list}[{i}]");
+                    if list == "instances" {
+                        normalise_instance(item, &at)?;
+                    } else {
+                        let g = item
+                            .as_object_mut()
+                            .ok_or_else(|| Malformed(format!("{at}: not an object")))?;
+                        let state = g
+                            .get("state")
+                            .map_or(Value::String("UNKNOWN".into()), state_word);
+                        g.insert("state".into(), state);
+                    }
+                }
+            }
+            Some(_) => return Err(Malformed(format!("{list}: not a list"))),
+        }
+    }
+    for optional in ["pid", "version", "source", "error"] {
+        obj.entry(optional).or_insert(Value::Null);
+    }
+    Ok(obj)
+}
+
+fn instances(reading: &Map<String, Value>) -> &[Value] {
+    reading
+        .get("instances")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// keepalived ran and could be read (running, no error).
+fn readable(reading: &Map<String, Value>) -> bool {
+    reading.get("running") == Some(&Value::Bool(true))
+        && reading.get("error").is_none_or(Value::is_null)
+}
+
+/// The last-known instances after `reading`: its own when it has any (counters
+/// left out); the previous ones while keepalived is stopped or unreadable; none
+/// when a running, readable keepalived reports none.
+pub fn next_last_known(reading: &Map<String, Value>, previous: Option<Value>) -> Option<Value> {
+    let current = instances(reading);
+    if !current.is_empty() {
+        let without_counters = current
+            .iter()
+            .map(|i| {
+                let mut i = i.clone();
+                if let Some(o) = i.as_object_mut() {
+                    o.remove("stats");
+                }
+                i
+            })
+            .collect();
+        return Some(Value::Array(without_counters));
+    }
+    if readable(reading) {
+        None
+    } else {
+        previous
+    }
+}
+
+/// The API's KeepalivedState of a stored row.
+fn read_out(
+    client_id: String,
+    received_at: String,
+    payload: &str,
+    last_known: Option<String>,
+) -> Option<Value> {
+    let stored: Value = serde_json::from_str(payload).ok()?;
+    let mut reading = match normalise(&stored) {
+        Ok(r) => r,
+        Err(e) => {
+            log::error!(
+                "The stored reading of client {client_id} does not parse ({}); it is left out",
+                e.0
+            );
+            return None;
+        }
+    };
+    if instances(&reading).is_empty() && !readable(&reading) {
+        if let Some(known) = last_known.and_then(|k| serde_json::from_str::<Value>(&k).ok()) {
+            reading.insert("lastKnownInstances".into(), known);
+        }
+    }
+    let mut out = Map::new();
+    out.insert("clientId".into(), Value::String(client_id));
+    out.insert("receivedAt".into(), Value::String(received_at));
+    out.extend(reading);
+    Some(Value::Object(out))
+}
+
+/// Stores a normalised reading as the client's one reading; returns it as the API
+/// shows it. `None` when the client no longer exists.
+pub fn store(
+    db: &Db,
+    client_id: String,
+    reading: Map<String, Value>,
+    received_at: String,
+) -> Result<Option<Value>, DbError> {
+    db.write(move |c| {
+        let exists: bool = c.query_row("SELECT EXISTS(SELECT 1 FROM clients WHERE id = ?1)", [&client_id], |r| r.get(0))?;
+        if !exists {
+            return Ok(None);
+        }
+        let previous: Option<String> = c
+            .query_row("SELECT last_known_instances FROM keepalived_states WHERE client_id = ?1", [&client_id], |r| r.get(0))
+            .optional()?
+            .flatten();
+        let previous = previous.and_then(|p| serde_json::from_str(&p).ok());
+        let last_known = next_last_known(&reading, previous).map(|v| v.to_string());
+        let payload = Value::Object(reading).to_string();
+        c.execute(
+            "INSERT INTO keepalived_states (client_id, received_at, payload, last_known_instances) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (client_id) DO UPDATE SET received_at = ?2, payload = ?3, last_known_instances = ?4",
+            params![client_id, received_at, payload, last_known],
+        )?;
+        Ok(read_out(client_id, received_at, &payload, last_known))
+    })
+}
+
+pub fn list(db: &Db) -> Result<Vec<Value>, DbError> {
+    db.read(|c| {
+        let mut stmt = c.prepare("SELECT client_id, received_at, payload, last_known_instances FROM keepalived_states ORDER BY client_id")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?)))?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(rows.into_iter().filter_map(|(id, at, p, lk)| read_out(id, at, &p, lk)).collect())
+    })
+}
+
+pub fn get(db: &Db, client_id: &str) -> Result<Option<Value>, DbError> {
+    db.read(|c| {
+        let row: Option<(String, String, String, Option<String>)> = c
+            .query_row(
+                "SELECT client_id, received_at, payload, last_known_instances FROM keepalived_states WHERE client_id = ?1",
+                [client_id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+            )
+            .optional()?;
+        Ok(row.and_then(|(id, at, p, lk)| read_out(id, at, &p, lk)))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn normalise_keeps_unknown_fields_and_fixes_states() {
+        let r = normalise(&json!({
+            "clientId": "forged", "collectedAt": "t", "running": true, "futureField": {"a": 1},
+            "instances": [{"name": "VI_1", "state": "BECOMING_MASTER", "wantedState": 2, "vrid": 51, "newThing": true}],
+            "syncGroups": [{"name": "SG", "state": "master", "instances": ["VI_1"]}]
+        }))
+        .unwrap();
+        assert!(
+            r.get("clientId").is_none(),
+            "server fields are the server's"
+        );
+        assert_eq!(r["futureField"], json!({"a": 1}));
+        assert_eq!(r["instances"][0]["state"], "UNKNOWN");
+        assert_eq!(r["instances"][0]["wantedState"], "MASTER");
+        assert_eq!(r["instances"][0]["newThing"], true);
+        assert_eq!(r["instances"][0]["vips"], json!([]));
+        assert_eq!(r["syncGroups"][0]["state"], "MASTER");
+        assert_eq!(r["pid"], Value::Null);
+    }
+
+    #[test]
+    fn malformed_readings_are_refused() {
+        for bad in [
+            json!([1]),
+            json!({"collectedAt": "t"}),
+            json!({"collectedAt": "t", "running": "yes"}),
+            json!({"running": true}),
+            json!({"collectedAt": "t", "running": true, "instances": {}}),
+            json!({"collectedAt": "t", "running": true, "instances": [{"state": "MASTER"}]}),
+            json!({"collectedAt": "t", "running": true, "instances": [{"name": "x", "vips": "1.2.3.4"}]}),
+        ] {
+            assert!(normalise(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn last_known_instances_rules() {
+        let with = normalise(&json!({"collectedAt": "t", "running": true, "instances": [{"name": "VI_1", "state": "MASTER", "stats": {"x": 1}}]})).unwrap();
+        let known = next_last_known(&with, None).unwrap();
+        assert_eq!(known[0]["name"], "VI_1");
+        assert!(known[0].get("stats").is_none(), "counters are left out");
+        let stopped = normalise(&json!({"collectedAt": "t", "running": false})).unwrap();
+        assert_eq!(
+            next_last_known(&stopped, Some(known.clone())),
+            Some(known.clone())
+        );
+        let unreadable =
+            normalise(&json!({"collectedAt": "t", "running": true, "error": "no CAP_KILL"}))
+                .unwrap();
+        assert_eq!(
+            next_last_known(&unreadable, Some(known.clone())),
+            Some(known.clone())
+        );
+        let empty = normalise(&json!({"collectedAt": "t", "running": true})).unwrap();
+        assert_eq!(next_last_known(&empty, Some(known)), None);
+    }
+}
