@@ -89,6 +89,33 @@ impl Launch {
         (out.status, parse_log(&String::from_utf8_lossy(&out.stderr)))
     }
 
+    /// Runs the server inside this process with a clock the test drives.
+    pub fn start_in_process(self) -> (Server, vrrp_monitor::clock::ManualClock) {
+        use vrrp_monitor::{app, clock::ManualClock, config, lifecycle::Shutdown};
+        let mut env =
+            config::Env::default().with("SVC_SERVER_DATA_DIR", self.data_dir().to_str().unwrap());
+        for (k, v) in &self.env {
+            env = env.with(k, v);
+        }
+        let loaded = config::load(&env).expect("config");
+        let listener = TcpListener::bind(("127.0.0.1", self.port)).unwrap();
+        let clock = ManualClock::new(chrono::Utc::now());
+        let shutdown = Shutdown::new();
+        let (c, s) = (clock.clone(), shutdown.clone());
+        let thread = std::thread::spawn(move || {
+            app::run(loaded.config, listener, std::sync::Arc::new(c), s).expect("server runs")
+        });
+        let server = Server {
+            child: None,
+            inproc: Some((shutdown, thread)),
+            launch: self,
+            log: Arc::default(),
+            http: http_agent(),
+        };
+        server.wait_ready();
+        (server, clock)
+    }
+
     /// Starts the server and waits until it answers.
     pub fn start(self) -> Server {
         let mut child = self.command().spawn().unwrap();
@@ -104,6 +131,7 @@ impl Launch {
         });
         let server = Server {
             child: Some(child),
+            inproc: None,
             launch: self,
             log,
             http: http_agent(),
@@ -141,6 +169,11 @@ pub fn http_agent() -> ureq::Agent {
 
 pub struct Server {
     child: Option<Child>,
+    /// A server run in this process (driven clock): its stop switch and thread.
+    inproc: Option<(
+        vrrp_monitor::lifecycle::Shutdown,
+        std::thread::JoinHandle<()>,
+    )>,
     pub launch: Launch,
     log: Arc<Mutex<String>>,
     pub http: ureq::Agent,
@@ -375,6 +408,10 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        if let Some((shutdown, thread)) = self.inproc.take() {
+            shutdown.trigger();
+            let _ = thread.join();
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();

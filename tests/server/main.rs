@@ -6,4 +6,5 @@ mod agents;
 mod auth;
 mod config;
 mod http;
+mod timing;
 mod users;
