@@ -22,6 +22,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Changes of the client list within this window go out as one CLIENTS_UPDATE.
+pub const CLIENTS_COALESCE: Duration = Duration::from_millis(100);
+
 /// Open connections get this long to finish after a stop signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -37,6 +40,7 @@ pub struct App {
     pub hub: Hub,
     pub agents: AgentRegistry,
     pub levels: Box<dyn LevelPolicy>,
+    clients_changed: crossbeam_channel::Sender<()>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     initial_password: Mutex<Option<(i64, PathBuf)>>,
@@ -54,11 +58,12 @@ impl App {
     }
 
     /// Tells every dashboard the client list changed.
+    ///
+    /// The list is built by the `clients-feed` thread, at most once per
+    /// [`CLIENTS_COALESCE`]: a thousand agents connecting at once cost one list
+    /// per window, not a thousand lists of a thousand clients each.
     pub fn broadcast_clients(&self) {
-        match self.client_list() {
-            Ok(list) => self.hub.broadcast(envelope("CLIENTS_UPDATE", list)),
-            Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
-        }
+        let _ = self.clients_changed.try_send(());
     }
 
     /// Stores events whose ids are new (after the level policy), and passes the
@@ -207,6 +212,7 @@ pub fn run(
     let local = listener
         .local_addr()
         .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
+    let (clients_changed, clients_feed) = crossbeam_channel::bounded(1);
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
@@ -214,12 +220,15 @@ pub fn run(
         hub: Hub::default(),
         agents: AgentRegistry::default(),
         levels: Box::new(AsReported),
+        clients_changed,
         initial_password: Mutex::new(initial_password),
         config,
         db,
         clock,
     });
 
+    spawn_clients_feed(app.clone(), clients_feed, shutdown.clone())
+        .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
     let server = http::start(app.clone(), listener, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the HTTP server: {e}")))?;
     log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());
@@ -229,6 +238,32 @@ pub fn run(
         log::warn!("Open connections did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
     }
     log::info!("Stopped");
+    Ok(())
+}
+
+/// The `clients-feed` thread: sends the client list to dashboards when it changed,
+/// coalescing the changes of one window into one list that replaces any list a
+/// slow dashboard has not taken yet.
+fn spawn_clients_feed(
+    app: Arc<App>,
+    changed: crossbeam_channel::Receiver<()>,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("clients-feed".into())
+        .spawn(move || {
+            while !shutdown.is_set() {
+                if changed.recv_timeout(Duration::from_millis(500)).is_err() {
+                    continue;
+                }
+                std::thread::sleep(CLIENTS_COALESCE);
+                let _ = changed.try_recv();
+                match app.client_list() {
+                    Ok(list) => app.hub.broadcast_latest(envelope("CLIENTS_UPDATE", list)),
+                    Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
+                }
+            }
+        })?;
     Ok(())
 }
 

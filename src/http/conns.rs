@@ -11,9 +11,12 @@
 //! queued with no thread to serve it: it counts a parked thread as free until that
 //! thread wakes, so in a burst more connections are queued than threads wake.
 //! Such a connection waits until some other connection ends, which for a
-//! keep-alive connection is the idle timeout. The reaper spots a connection with
-//! bytes waiting that no thread has read for a tick, and closes one idle
-//! keep-alive connection for each, so a thread frees up and takes the queued one.
+//! keep-alive connection is the idle timeout and for a WebSocket may be never
+//! (a fleet reconnecting after a restart is such a burst). The reaper spots a
+//! connection with bytes waiting that no thread has read for a tick and reports
+//! it; the HTTP layer then connects to its own port once per starved connection:
+//! with no thread parked, tiny_http spawns a new one for that connection, which
+//! ends at once, and the new thread goes on to take a queued connection.
 //!
 //! It also names tiny_http's threads (`http-accept`, `http-conn`), which inherit
 //! the name of the thread that created them, so a thread dump reads like the map.
@@ -60,20 +63,47 @@ struct Tracked {
     first_seen: HashMap<SocketAddr, Instant>,
 }
 
+/// What one pass of the reaper saw and did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reaped {
+    /// Connections without a request in flight (pressure counts these).
+    pub without_request: usize,
+    pub closed: usize,
+    /// Connections whose request no thread has taken.
+    pub starved: usize,
+}
+
 /// What the HTTP workers tell the reaper: which connections are busy.
 pub struct ConnTracker {
     port: u16,
     tracked: Mutex<Tracked>,
+    /// Descriptors of upgraded sockets: skipped first when looking for a new one.
+    owned: Mutex<HashSet<RawFd>>,
 }
 
 /// Marks a peer's connection busy while alive (a request, or an upgraded socket).
 pub struct Busy {
     tracker: Arc<ConnTracker>,
     peer: SocketAddr,
+    fd: Option<RawFd>,
+}
+
+impl Busy {
+    /// Finds the connection's descriptor and notes it as taken by an upgraded socket.
+    pub fn take_socket(&mut self) -> Option<RawFd> {
+        let skip = self.tracker.owned.lock().clone();
+        let fd = find_socket(self.tracker.port, self.peer, &skip)?;
+        self.tracker.owned.lock().insert(fd);
+        self.fd = Some(fd);
+        Some(fd)
+    }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
+        if let Some(fd) = self.fd {
+            self.tracker.owned.lock().remove(&fd);
+        }
         let mut t = self.tracker.tracked.lock();
         if let Some(n) = t.in_flight.get_mut(&self.peer) {
             *n -= 1;
@@ -102,16 +132,12 @@ impl ConnView {
     pub fn starved(&self, tick: Duration) -> bool {
         !self.busy && !self.completed_a_request && self.unread > 0 && self.quiet_for >= tick
     }
-
-    /// Holds a thread while waiting for a next request that has not come.
-    pub fn idle_keep_alive(&self) -> bool {
-        !self.busy && self.completed_a_request && self.unread == 0
-    }
 }
 
 /// The reaper's rule, without I/O.
 pub fn should_close(conn: ConnView, open: usize, policy: &IdlePolicy) -> bool {
-    if conn.busy {
+    // Busy, or holding a request no thread has taken yet: waiting for us, not idle.
+    if conn.busy || conn.unread > 0 {
         return false;
     }
     let allowed = if open > policy.pressure_above {
@@ -129,6 +155,7 @@ impl ConnTracker {
         ConnTracker {
             port,
             tracked: Mutex::new(Tracked::default()),
+            owned: Mutex::new(HashSet::new()),
         }
     }
 
@@ -137,21 +164,25 @@ impl ConnTracker {
         Busy {
             tracker: self.clone(),
             peer,
+            fd: None,
         }
     }
 
-    /// One pass: closes the connections the policy says to, and idle keep-alive
-    /// ones to free a thread for each starved connection; returns (open, closed).
-    pub fn reap(&self, policy: &IdlePolicy, tick: Duration) -> (usize, usize) {
+    /// One pass: closes the connections the policy says to.
+    pub fn reap(&self, policy: &IdlePolicy, tick: Duration) -> Reaped {
         let now = Instant::now();
         let sockets = accepted_sockets(self.port);
         let mut t = self.tracked.lock();
         let present: HashSet<SocketAddr> = sockets.iter().map(|s| s.1).collect();
         t.first_seen.retain(|p, _| present.contains(p));
         t.last_done.retain(|p, _| present.contains(p));
+        // Upgraded sockets and requests in flight are not what pressure is about.
+        let not_busy = sockets
+            .iter()
+            .filter(|(_, p)| !t.in_flight.contains_key(p))
+            .count();
         let mut to_close = Vec::new();
         let mut starved = 0;
-        let mut spare = Vec::new();
         for &(fd, peer) in &sockets {
             let first_seen = *t.first_seen.entry(peer).or_insert(now);
             let last_done = t.last_done.get(&peer).copied();
@@ -162,23 +193,13 @@ impl ConnTracker {
                 completed_a_request: last_done.is_some(),
                 unread: if busy { 0 } else { unread_bytes(fd) },
             };
-            if should_close(view, sockets.len(), policy) {
+            if should_close(view, not_busy, policy) {
                 to_close.push((fd, peer));
             } else if view.starved(tick) {
                 starved += 1;
-            } else if view.idle_keep_alive() {
-                spare.push((view.quiet_for, fd, peer));
             }
         }
         drop(t);
-        // The longest-idle keep-alive connections make room first.
-        spare.sort_by_key(|s| std::cmp::Reverse(s.0));
-        to_close.extend(
-            spare
-                .into_iter()
-                .take(starved)
-                .map(|(_, fd, peer)| (fd, peer)),
-        );
         let mut closed = 0;
         for (fd, peer) in to_close {
             // Check the descriptor still is that connection: it may have been closed
@@ -187,7 +208,11 @@ impl ConnTracker {
                 closed += 1;
             }
         }
-        (sockets.len(), closed)
+        Reaped {
+            without_request: not_busy,
+            closed,
+            starved,
+        }
     }
 }
 
@@ -213,12 +238,35 @@ fn accepted_sockets(port: u16) -> Vec<(RawFd, SocketAddr)> {
         .collect()
 }
 
-/// The descriptor of our accepted socket from `peer`.
-pub fn find_socket(port: u16, peer: SocketAddr) -> Option<RawFd> {
-    accepted_sockets(port)
-        .into_iter()
-        .find(|(_, p)| *p == peer)
-        .map(|(fd, _)| fd)
+/// The descriptor of our accepted socket from `peer`. Runs once per WebSocket
+/// upgrade, so it must stay cheap with thousands of sockets open: descriptors in
+/// `skip` (live upgraded sockets) are looked at only when nothing else matched,
+/// the newest descriptors come first, and the peer is asked before the port.
+fn find_socket(port: u16, peer: SocketAddr, skip: &HashSet<RawFd>) -> Option<RawFd> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return None;
+    };
+    let mut fds: Vec<RawFd> = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    fds.sort_unstable_by(|a, b| b.cmp(a));
+    let matches = |fd: &RawFd| {
+        let Ok(p) = getpeername::<SockaddrStorage>(*fd) else {
+            return false;
+        };
+        socket_addr(&p) == Some(peer) && peer_of(*fd, port) == Some(peer)
+    };
+    let fresh = fds
+        .iter()
+        .filter(|fd| !skip.contains(fd))
+        .find(|fd| matches(fd));
+    fresh
+        .or_else(|| {
+            fds.iter()
+                .filter(|fd| skip.contains(fd))
+                .find(|fd| matches(fd))
+        })
+        .copied()
 }
 
 /// The peer of `fd` when it is a connected socket whose local port is `port`.
@@ -298,7 +346,25 @@ mod tests {
     }
 
     #[test]
-    fn starved_and_spare_connections() {
+    fn policy() {
+        let p = IdlePolicy::default();
+        assert!(
+            !should_close(view(true, 999, true), 10, &p),
+            "busy is never closed"
+        );
+        assert!(!should_close(view(false, 4, true), 10, &p));
+        assert!(should_close(view(false, 5, true), 10, &p));
+        assert!(!should_close(view(false, 9, false), 10, &p));
+        assert!(should_close(view(false, 10, false), 10, &p));
+        assert!(
+            should_close(view(false, 1, false), 513, &p),
+            "pressure shortens the wait"
+        );
+        assert!(!should_close(view(true, 1, false), 513, &p));
+    }
+
+    #[test]
+    fn starved_connections() {
         let tick = Duration::from_millis(250);
         let waiting = ConnView {
             busy: false,
@@ -331,36 +397,10 @@ mod tests {
             .starved(tick),
             "has its thread"
         );
-        let idle = ConnView {
-            busy: false,
-            quiet_for: tick,
-            completed_a_request: true,
-            unread: 0,
-        };
-        assert!(idle.idle_keep_alive());
-        assert!(!ConnView { busy: true, ..idle }.idle_keep_alive());
         assert!(
-            !ConnView { unread: 5, ..idle }.idle_keep_alive(),
-            "its next request is arriving"
+            !should_close(waiting, 10_000, &IdlePolicy::default()),
+            "waiting for us is not idle"
         );
-    }
-
-    #[test]
-    fn policy() {
-        let p = IdlePolicy::default();
-        assert!(
-            !should_close(view(true, 999, true), 10, &p),
-            "busy is never closed"
-        );
-        assert!(!should_close(view(false, 4, true), 10, &p));
-        assert!(should_close(view(false, 5, true), 10, &p));
-        assert!(!should_close(view(false, 9, false), 10, &p));
-        assert!(should_close(view(false, 10, false), 10, &p));
-        assert!(
-            should_close(view(false, 1, false), 513, &p),
-            "pressure shortens the wait"
-        );
-        assert!(!should_close(view(true, 1, false), 513, &p));
     }
 
     #[test]

@@ -43,7 +43,14 @@ pub fn start(
     listener: TcpListener,
     shutdown: Shutdown,
 ) -> std::io::Result<HttpServer> {
-    let port = listener.local_addr()?.port();
+    let local = listener.local_addr()?;
+    let port = local.port();
+    // Where the reaper reaches us itself (an unspecified bind address is loopback).
+    let self_addr = if local.ip().is_unspecified() {
+        std::net::SocketAddr::from(([127, 0, 0, 1], port))
+    } else {
+        local
+    };
     // tiny_http's accept thread (and the connection threads it spawns) inherit the
     // name of the thread that creates them; create it from one named for it.
     let (server, accept_tid) = std::thread::Builder::new()
@@ -99,16 +106,24 @@ pub fn start(
             let tick = Duration::from_millis(250);
             let mut pressed = false;
             while !reaper_shutdown.wait_timeout(tick) {
-                let (open, closed) = tracker.reap(&policy, tick);
-                if open > policy.pressure_above && !pressed {
+                let reaped = tracker.reap(&policy, tick);
+                let idle = reaped.without_request;
+                if idle > policy.pressure_above && !pressed {
                     log::warn!(
-                        "{open} open HTTP connections: closing idle ones after {:?}",
+                        "{idle} HTTP connections without a request: closing idle ones after {:?}",
                         policy.pressed
                     );
                 }
-                pressed = open > policy.pressure_above;
-                if closed > 0 {
-                    log::debug!("Closed {closed} idle HTTP connections of {open}");
+                pressed = idle > policy.pressure_above;
+                if reaped.closed > 0 {
+                    log::debug!("Closed {} idle HTTP connections", reaped.closed);
+                }
+                if reaped.starved > 0 {
+                    log::debug!(
+                        "{} connections wait for a tiny_http thread; nudging its pool",
+                        reaped.starved
+                    );
+                    nudge_pool(self_addr, reaped.starved);
                 }
                 conns::name_inherited_threads(accept_tid);
             }
@@ -118,6 +133,17 @@ pub fn start(
         done,
         _server: server,
     })
+}
+
+/// Makes tiny_http's pool spawn `n` threads: each connection to our own port that
+/// arrives while no pool thread is parked gets a new thread, which serves that
+/// (empty) connection and then takes a connection that was queued without one.
+fn nudge_pool(addr: std::net::SocketAddr, n: usize) {
+    for _ in 0..n.min(64) {
+        if let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+            drop(s);
+        }
+    }
 }
 
 impl HttpServer {

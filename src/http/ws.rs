@@ -67,8 +67,8 @@ pub enum Received {
     Closed,
 }
 
-/// Completes the handshake; `None` (after a 400 answer) when it cannot be.
-pub fn accept(rq: tiny_http::Request, port: u16) -> Option<WsSocket> {
+/// Completes the handshake; `None` when it cannot be.
+pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<WsSocket> {
     let peer = *rq.remote_addr()?;
     let key = rq
         .headers()
@@ -80,7 +80,7 @@ pub fn accept(rq: tiny_http::Request, port: u16) -> Option<WsSocket> {
                 .eq_ignore_ascii_case("sec-websocket-key")
         })
         .map(|h| h.value.as_str().to_owned())?;
-    let Some(fd) = super::conns::find_socket(port, peer) else {
+    let Some(fd) = busy.take_socket() else {
         log::error!("Cannot find the socket of {peer}; refusing its WebSocket");
         let _ = rq.respond(tiny_http::Response::empty(500));
         return None;
@@ -90,6 +90,13 @@ pub fn accept(rq: tiny_http::Request, port: u16) -> Option<WsSocket> {
         tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
     );
     let stream = rq.upgrade("websocket", response);
+    // Frames are small and latency matters more than packet count.
+    // SAFETY: the descriptor belongs to the upgraded stream we now hold.
+    let _ = nix::sys::socket::setsockopt(
+        &unsafe { BorrowedFd::borrow_raw(fd) },
+        nix::sys::socket::sockopt::TcpNoDelay,
+        &true,
+    );
     if let Err(e) = set_nonblocking(fd) {
         log::error!("Cannot make the socket of {peer} non-blocking: {e}");
         return None;
@@ -312,6 +319,14 @@ pub fn run(
                         ToSocket::Text(text) => {
                             if socket.send_text(&text).is_err() {
                                 return;
+                            }
+                        }
+                        ToSocket::Latest(slot) => {
+                            let newest = slot.lock().take();
+                            if let Some(text) = newest {
+                                if socket.send_text(&text).is_err() {
+                                    return;
+                                }
                             }
                         }
                         ToSocket::Close(code, reason) => return close(socket, code, reason),

@@ -23,10 +23,14 @@ use vrrp_protocol::ActivityLevel;
 
 /// The agent must send AUTH within this long.
 pub const AUTH_WINDOW_SECS: i64 = 5;
-/// Messages waiting for one agent socket before it counts as stuck.
-const QUEUE: usize = 256;
+/// Messages waiting for one agent socket before it counts as stuck. Only state
+/// requests and close orders go this way; a bounded channel allocates every slot
+/// up front, so a small queue keeps a thousand sockets cheap.
+const QUEUE: usize = 32;
 
-/// Takes over an upgrade request on its own `ws-agent` thread.
+/// Takes over an upgrade request. The handshake and stages 1 to 5 run here on
+/// the HTTP worker, so the SQLite lookup never touches (and keeps resident) the
+/// long-lived thread's stack; a socket that passed gets its own `ws-agent` thread.
 pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let query = rq
         .url()
@@ -61,25 +65,28 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(peer) = rq.remote_addr().copied() else {
         return;
     };
-    let busy = tracker.busy(peer);
-    let name = format!(
-        "ws-agent:{}",
-        client_id
-            .as_deref()
-            .unwrap_or("?")
-            .chars()
-            .take(8)
-            .collect::<String>()
-    );
+    let mut busy = tracker.busy(peer);
+    // The AUTH window starts when the socket opens.
+    let auth_until = app.clock.now() + Duration::seconds(AUTH_WINDOW_SECS);
+    let Some(socket) = ws::accept(rq, &mut busy) else {
+        return;
+    };
+    let source = canonical_ip(peer.ip());
+    let client = match check_credentials(&app, client_id.as_deref(), token.as_deref(), source) {
+        Ok(client) => client,
+        Err((code, reason)) => {
+            log::info!("Refused an agent connection from {source}: {code} {reason}");
+            return socket.close(code, reason);
+        }
+    };
+    let name = format!("ws-agent:{}", client.id.chars().take(8).collect::<String>());
     let spawned = std::thread::Builder::new()
-        .stack_size(256 * 1024)
+        .stack_size(128 * 1024)
         .name(name)
         .spawn(move || {
             let _busy = busy;
-            let Some(socket) = ws::accept(rq, app.port) else {
-                return;
-            };
-            if crate::lifecycle::contain_panics(|| serve(&app, socket, client_id, token)).is_none()
+            if crate::lifecycle::contain_panics(|| serve(&app, socket, client, source, auth_until))
+                .is_none()
             {
                 log::error!("The agent connection from {peer} ended in a panic");
             }
@@ -89,8 +96,13 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     }
 }
 
-fn serve(app: &Arc<App>, socket: WsSocket, client_id: Option<String>, token: Option<String>) {
-    let source = canonical_ip(socket.peer.ip());
+fn serve(
+    app: &Arc<App>,
+    socket: WsSocket,
+    client: ClientRecord,
+    source: IpAddr,
+    auth_until: DateTime<Utc>,
+) {
     let (outbox, inbox) = match live::channel::<ToSocket>(QUEUE) {
         Ok(c) => c,
         Err(e) => {
@@ -98,15 +110,9 @@ fn serve(app: &Arc<App>, socket: WsSocket, client_id: Option<String>, token: Opt
             return;
         }
     };
-    let stage = match check_credentials(app, client_id.as_deref(), token.as_deref(), source) {
-        Ok(client) => Stage::AwaitingAuth {
-            client,
-            until: app.clock.now() + Duration::seconds(AUTH_WINDOW_SECS),
-        },
-        Err((code, reason)) => {
-            log::info!("Refused an agent connection from {source}: {code} {reason}");
-            Stage::Refused(code, reason)
-        }
+    let stage = Stage::AwaitingAuth {
+        client,
+        until: auth_until,
     };
     let mut session = AgentSession {
         app: app.clone(),
@@ -115,7 +121,6 @@ fn serve(app: &Arc<App>, socket: WsSocket, client_id: Option<String>, token: Opt
         outbox: Some(outbox),
         connection: None,
     };
-    // A refused socket still ran the heartbeat; it is closed on the first turn.
     ws::run(socket, &inbox, &app.clock, &mut session);
     session.ended();
 }
@@ -168,7 +173,6 @@ pub fn address_matches(rule: &str, source: IpAddr) -> bool {
 }
 
 enum Stage {
-    Refused(u16, &'static str),
     AwaitingAuth {
         client: ClientRecord,
         until: DateTime<Utc>,
@@ -196,7 +200,6 @@ fn message(text: &str) -> Option<(String, Value)> {
 impl Session for AgentSession {
     fn on_text(&mut self, socket: &mut WsSocket, text: String) -> Flow {
         match &self.stage {
-            Stage::Refused(code, reason) => Flow::Close(*code, reason),
             Stage::AwaitingAuth { client, .. } => {
                 let client = client.clone();
                 self.first_message(socket, client, &text)
@@ -210,7 +213,6 @@ impl Session for AgentSession {
 
     fn on_time(&mut self, now: DateTime<Utc>) -> Flow {
         match &self.stage {
-            Stage::Refused(code, reason) => Flow::Close(*code, reason),
             Stage::AwaitingAuth { until, client } if now >= *until => {
                 log::info!(
                     "Agent {} sent no AUTH within {AUTH_WINDOW_SECS} s",

@@ -13,35 +13,23 @@ use crate::live::{self, envelope, hub, ToSocket};
 use crate::readings;
 use std::sync::Arc;
 
+/// Takes over an upgrade request: the handshake and the session check run on the
+/// HTTP worker; an authenticated socket gets its own `ws-dash` thread.
 pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let token = rq
         .headers()
         .iter()
         .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case("cookie"))
-        .and_then(|h| cookies::find(h.value.as_str(), cookies::SESSION_COOKIE).map(str::to_owned));
+        .and_then(|h| cookies::find(h.value.as_str(), cookies::SESSION_COOKIE).map(str::to_owned))
+        .filter(|t| !t.is_empty());
     let Some(peer) = rq.remote_addr().copied() else {
         return;
     };
-    let busy = tracker.busy(peer);
-    let spawned = std::thread::Builder::new()
-        .stack_size(256 * 1024)
-        .name("ws-dashboard".into())
-        .spawn(move || {
-            let _busy = busy;
-            let Some(socket) = ws::accept(rq, app.port) else {
-                return;
-            };
-            if crate::lifecycle::contain_panics(|| serve(&app, socket, token)).is_none() {
-                log::error!("The dashboard connection from {peer} ended in a panic");
-            }
-        });
-    if let Err(e) = spawned {
-        log::error!("Cannot start a thread for the dashboard connection from {peer}: {e}");
-    }
-}
-
-fn serve(app: &Arc<App>, mut socket: WsSocket, token: Option<String>) {
-    let Some(token) = token.filter(|t| !t.is_empty()) else {
+    let mut busy = tracker.busy(peer);
+    let Some(socket) = ws::accept(rq, &mut busy) else {
+        return;
+    };
+    let Some(token) = token else {
         return socket.close(4001, "Unauthorized");
     };
     let session = match auth::authenticate(&app.db, &app.sessions, Some(&token), app.clock.now()) {
@@ -52,11 +40,22 @@ fn serve(app: &Arc<App>, mut socket: WsSocket, token: Option<String>) {
         }
         Err(_) => return socket.close(4001, "Invalid Token"),
     };
-    // The thread's name says whose feed it is.
-    let _ = std::fs::write(
-        format!("/proc/self/task/{}/comm", nix::unistd::gettid()),
-        format!("ws-dash:{}", session.username),
-    );
+    let name = format!("ws-dash:{}", session.username);
+    let spawned = std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .name(name)
+        .spawn(move || {
+            let _busy = busy;
+            if crate::lifecycle::contain_panics(|| serve(&app, socket, session.user_id)).is_none() {
+                log::error!("The dashboard connection from {peer} ended in a panic");
+            }
+        });
+    if let Err(e) = spawned {
+        log::error!("Cannot start a thread for the dashboard connection from {peer}: {e}");
+    }
+}
+
+fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64) {
     let (outbox, inbox) = match live::channel::<ToSocket>(hub::QUEUE) {
         Ok(c) => c,
         Err(e) => {
@@ -66,8 +65,8 @@ fn serve(app: &Arc<App>, mut socket: WsSocket, token: Option<String>) {
     };
     // Subscribe before taking the snapshot: a broadcast in between waits in the
     // queue and goes out after it, so nothing is missed (an event may come twice).
-    let subscription = app.hub.subscribe(session.user_id, outbox);
-    if send_snapshot(app, &mut socket, session.user_id).is_err() {
+    let subscription = app.hub.subscribe(user_id, outbox);
+    if send_snapshot(app, &mut socket, user_id).is_err() {
         app.hub.unsubscribe(subscription);
         return;
     }

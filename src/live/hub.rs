@@ -4,7 +4,7 @@
 //! whose queue is full is dropped from the hub (its thread then closes it), so a
 //! slow browser never delays the others or the agents.
 
-use super::{Outbox, ToSocket, Undelivered};
+use super::{LatestSlot, Outbox, ToSocket, Undelivered};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,6 +16,7 @@ struct Subscriber {
     id: u64,
     user_id: i64,
     outbox: Outbox<ToSocket>,
+    latest: LatestSlot,
 }
 
 #[derive(Default)]
@@ -31,8 +32,31 @@ impl Hub {
             id,
             user_id,
             outbox,
+            latest: LatestSlot::default(),
         });
         id
+    }
+
+    /// Sends a message where only the newest matters to every dashboard: it
+    /// replaces one still waiting, so a dashboard never holds more than one.
+    pub fn broadcast_latest(&self, text: Arc<str>) {
+        self.subscribers.lock().retain(|s| {
+            let was_waiting = s.latest.lock().replace(text.clone()).is_some();
+            if was_waiting {
+                return true;
+            }
+            match s.outbox.send(ToSocket::Latest(s.latest.clone())) {
+                Ok(()) => true,
+                Err(Undelivered::Full) => {
+                    log::warn!(
+                        "Dashboard socket of user {} is not keeping up; dropping it",
+                        s.user_id
+                    );
+                    false
+                }
+                Err(Undelivered::Gone) => false,
+            }
+        });
     }
 
     pub fn unsubscribe(&self, id: u64) {
@@ -106,6 +130,28 @@ mod tests {
         assert!(
             slow_in.drain().is_none(),
             "the hub let go of the slow socket"
+        );
+    }
+
+    #[test]
+    fn only_the_newest_latest_message_is_held() {
+        let hub = Hub::default();
+        let (out, inbox) = channel(8).unwrap();
+        hub.subscribe(1, out);
+        hub.broadcast_latest("list 1".into());
+        hub.broadcast_latest("list 2".into());
+        hub.broadcast_latest("list 3".into());
+        let queued = inbox.drain().unwrap();
+        assert_eq!(queued.len(), 1, "one marker for three lists");
+        let ToSocket::Latest(slot) = &queued[0] else {
+            panic!("{queued:?}")
+        };
+        assert_eq!(slot.lock().take().as_deref(), Some("list 3"));
+        hub.broadcast_latest("list 4".into());
+        assert_eq!(
+            inbox.drain().unwrap().len(),
+            1,
+            "a new marker once the slot was taken"
         );
     }
 

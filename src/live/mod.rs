@@ -95,13 +95,30 @@ impl<T> Inbox<T> {
     }
 }
 
+/// A message where only the newest matters (the full client list): a new one
+/// replaces one not sent yet, so a slow socket holds at most one.
+pub type LatestSlot = Arc<parking_lot::Mutex<Option<Arc<str>>>>;
+
 /// What a socket thread is asked to do.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum ToSocket {
     /// A JSON text frame, shared by every receiver of a broadcast.
     Text(Arc<str>),
+    /// Send what the slot holds now, if anything.
+    Latest(LatestSlot),
     /// Close with this code and reason.
     Close(u16, &'static str),
+}
+
+impl PartialEq for ToSocket {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (ToSocket::Text(a), ToSocket::Text(b)) => a == b,
+            (ToSocket::Latest(a), ToSocket::Latest(b)) => Arc::ptr_eq(a, b),
+            (ToSocket::Close(a, r), ToSocket::Close(b, s)) => a == b && r == s,
+            _ => false,
+        }
+    }
 }
 
 /// One message in the `{type, payload}` envelope (design.md).

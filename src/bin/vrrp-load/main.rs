@@ -6,7 +6,12 @@
 //!     authenticated GETs over keep-alive connections; prints req/s and latency
 //! vrrp-load idle ADDR [--connections 500] [--hold-ms 2000]
 //!     opens idle connections, holds them, prints how many the server closed
+//! vrrp-load agents ADDR --token T --agents N [--seconds 20] [--interval-ms 1000] [--server-pid PID]
+//!     registers N agents, connects each over the agent protocol and sends a reading
+//!     every interval; a dashboard socket measures reading-to-dashboard latency
 //! ```
+
+mod agents;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -18,6 +23,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("http") => http(&args[1..]),
         Some("idle") => idle(&args[1..]),
+        Some("agents") => agents::run(&args[1..]),
         _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
     };
     match result {
@@ -29,14 +35,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn flag(args: &[String], name: &str) -> Option<String> {
+pub(crate) fn flag(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
         .cloned()
 }
 
-fn number(args: &[String], name: &str, default: usize) -> Result<usize, String> {
+pub(crate) fn number(args: &[String], name: &str, default: usize) -> Result<usize, String> {
     match flag(args, name) {
         None => Ok(default),
         Some(v) => v
@@ -77,7 +83,7 @@ fn http(args: &[String]) -> Result<(), String> {
                     writer
                         .write_all(request.as_bytes())
                         .map_err(|e| e.to_string())?;
-                    let status = read_response(&mut reader)?;
+                    let (status, _) = read_response(&mut reader)?;
                     latencies.push(t.elapsed());
                     if status != 200 {
                         failures += 1;
@@ -110,8 +116,8 @@ fn http(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads one HTTP/1.1 response with a Content-Length body; returns its status.
-fn read_response(reader: &mut BufReader<TcpStream>) -> Result<u16, String> {
+/// Reads one HTTP/1.1 response with a Content-Length body; returns its status and body.
+pub(crate) fn read_response(reader: &mut BufReader<TcpStream>) -> Result<(u16, Vec<u8>), String> {
     let mut line = String::new();
     reader.read_line(&mut line).map_err(|e| e.to_string())?;
     let status = line
@@ -135,7 +141,7 @@ fn read_response(reader: &mut BufReader<TcpStream>) -> Result<u16, String> {
     }
     let mut body = vec![0u8; length];
     reader.read_exact(&mut body).map_err(|e| e.to_string())?;
-    Ok(status)
+    Ok((status, body))
 }
 
 fn idle(args: &[String]) -> Result<(), String> {
