@@ -24,4 +24,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# End-to-end tests start binaries of other packages (the agent's tests start the
+# server): build every binary first, so each finds the others beside its own.
+cargo build --workspace --bins
 cargo test --workspace --all-targets "$@"
