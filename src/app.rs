@@ -4,7 +4,7 @@
 //! administrator, listen, serve until a signal. [`run`] is the part tests can
 //! drive in-process with their own listener, clock and shutdown switch.
 
-use crate::activity::{self, AsReported, Event, LevelPolicy};
+use crate::activity::{self, Event, LevelPolicy};
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
 use crate::clients;
@@ -14,6 +14,8 @@ use crate::db::Db;
 use crate::db::DbError;
 use crate::lifecycle::{self, Shutdown};
 use crate::live::{envelope, AgentRegistry, Hub};
+use crate::schedulers::{self, Scheduler};
+use crate::settings::Settings;
 use crate::users::{self, Bootstrap};
 use crate::{fatal, fsutil, http, logging};
 use parking_lot::Mutex;
@@ -39,7 +41,12 @@ pub struct App {
     pub port: u16,
     pub hub: Hub,
     pub agents: AgentRegistry,
-    pub levels: Box<dyn LevelPolicy>,
+    /// The settings block, live: retention, intervals, level overrides.
+    pub settings: Settings,
+    pub token_cleanup: Scheduler,
+    pub notification_cleanup: Scheduler,
+    /// One writer of the config file at a time.
+    pub config_file: Mutex<()>,
     clients_changed: crossbeam_channel::Sender<()>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
@@ -72,7 +79,7 @@ impl App {
         let kept: Vec<Event> = events
             .into_iter()
             .filter_map(|mut e| {
-                e.level = self.levels.level_for(&e.kind, e.level)?;
+                e.level = self.settings.level_for(&e.kind, e.level)?;
                 Some(e)
             })
             .collect();
@@ -219,7 +226,29 @@ pub fn run(
         port: local.port(),
         hub: Hub::default(),
         agents: AgentRegistry::default(),
-        levels: Box::new(AsReported),
+        settings: Settings::new(config.settings.clone())
+            .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
+        token_cleanup: Scheduler::new(
+            "token-cleanup",
+            "token_cleanup_interval_hours",
+            Box::new(|app, now| {
+                schedulers::clean_tokens(
+                    &app.db,
+                    app.settings.number("token_retention_days", 30),
+                    now,
+                )
+            }),
+        ),
+        notification_cleanup: Scheduler::new(
+            "notification-cleanup",
+            "notification_cleanup_interval_hours",
+            Box::new(|app, now| {
+                let days = app.settings.number("notification_retention_days", 90);
+                let keep = app.settings.number("notification_retention_count", 500);
+                schedulers::clean_activity(&app.db, days, keep, now)
+            }),
+        ),
+        config_file: Mutex::new(()),
         clients_changed,
         initial_password: Mutex::new(initial_password),
         config,
@@ -229,6 +258,17 @@ pub fn run(
 
     spawn_clients_feed(app.clone(), clients_feed, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
+    for which in [Which::Tokens, Which::Notifications] {
+        let scheduler = which.of(&app);
+        scheduler.load(&app.db).map_err(|e| {
+            FatalError(format!("Cannot read the status of {}: {e}", scheduler.name))
+        })?;
+        let (app, stop) = (app.clone(), shutdown.clone());
+        std::thread::Builder::new()
+            .name(format!("sched:{}", scheduler.name))
+            .spawn(move || which.of(&app).run_timer(&app, &stop))
+            .map_err(|e| FatalError(format!("Cannot start a scheduler thread: {e}")))?;
+    }
     let server = http::start(app.clone(), listener, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the HTTP server: {e}")))?;
     log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());
@@ -239,6 +279,22 @@ pub fn run(
     }
     log::info!("Stopped");
     Ok(())
+}
+
+/// Names one of the two schedulers (a thread cannot borrow from the `Arc<App>` it owns).
+#[derive(Clone, Copy)]
+pub enum Which {
+    Tokens,
+    Notifications,
+}
+
+impl Which {
+    pub fn of(self, app: &App) -> &Scheduler {
+        match self {
+            Which::Tokens => &app.token_cleanup,
+            Which::Notifications => &app.notification_cleanup,
+        }
+    }
 }
 
 /// The `clients-feed` thread: sends the client list to dashboards when it changed,

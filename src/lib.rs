@@ -15,5 +15,7 @@ pub mod live;
 pub mod logging;
 pub mod readings;
 pub mod registration;
+pub mod schedulers;
 pub mod secrets;
+pub mod settings;
 pub mod users;

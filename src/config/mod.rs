@@ -515,7 +515,10 @@ fn parse_settings(
             Some(Value::Null) => String::new(),
             Some(v) => scalar_text(v, &format!("settings.{key}"))?,
         };
-        if key != "activity_level_overrides" && !is_whole_number(&value) {
+        if key == crate::settings::OVERRIDES_KEY {
+            crate::settings::parse_overrides(&value)
+                .map_err(|m| ConfigError::new(format!("settings.{key}"), m))?;
+        } else if !is_whole_number(&value) {
             return Err(ConfigError::new(
                 format!("settings.{key}"),
                 format!("\"{value}\" is not a non-negative whole number"),
@@ -657,4 +660,45 @@ fn first_run_file(jwt_secret: &str, secret_key: &str) -> String {
          \x20 enabled: false\n\
          settings:\n{settings}"
     )
+}
+
+/// Writes changed settings back to the config file: in place where the layout
+/// allows (comments kept), else the whole file re-serialised.
+pub fn write_settings(path: &std::path::Path, changes: &Map<String, Value>) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let values: Vec<(String, Value)> = changes
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let in_place = rewrite::set_in_section(&text, "settings", &values)
+        .ok()
+        .filter(|t| {
+            serde_yaml_ng::from_str::<Value>(t).ok().is_some_and(|doc| {
+                changes
+                    .iter()
+                    .all(|(k, v)| doc.get("settings").and_then(|s| s.get(k)) == Some(v))
+            })
+        });
+    let new_text = match in_place {
+        Some(t) => t,
+        None => {
+            log::warn!("{} could not take the settings in place; it is rewritten whole and loses its comments", path.display());
+            let mut root = match serde_yaml_ng::from_str::<Value>(&text) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            let block = root
+                .entry("settings")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = block {
+                for (k, v) in changes {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+            serde_yaml_ng::to_string(&Value::Object(root)).map_err(|e| e.to_string())?
+        }
+    };
+    fsutil::write_private_atomic(path, new_text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

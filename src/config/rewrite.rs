@@ -73,6 +73,69 @@ fn add_to_json(text: &str, additions: &[Addition]) -> Result<String, String> {
     Ok(out)
 }
 
+/// Sets keys of one section to new values: a key already in the section has its
+/// line replaced (its trailing comment goes with the old value), a new key is
+/// added. `Err` when the layout or a value cannot be written as one line of text.
+pub fn set_in_section(
+    text: &str,
+    section: &'static str,
+    values: &[(String, Value)],
+) -> Result<String, String> {
+    if text.trim_start().starts_with('{') {
+        let additions: Vec<Addition> = values
+            .iter()
+            .map(|(k, v)| Addition {
+                section: Some(section),
+                key: k.clone(),
+                value: v.clone(),
+            })
+            .collect();
+        return add_to_json(text, &additions);
+    }
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let mut missing = Vec::new();
+    for (key, value) in values {
+        let scalar = yaml_scalar(value)?;
+        let Some(header) = find_block_header(&lines, section)? else {
+            missing.push(Addition {
+                section: Some(section),
+                key: key.clone(),
+                value: value.clone(),
+            });
+            continue;
+        };
+        let mut found = false;
+        for line in lines.iter_mut().skip(header + 1) {
+            let trimmed = line.trim_start();
+            let indent = line.len() - trimmed.len();
+            if indent == 0 && !trimmed.is_empty() && !trimmed.starts_with('#') {
+                break;
+            }
+            if trimmed
+                .strip_prefix(key.as_str())
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+            {
+                *line = format!("{}{key}: {scalar}", &line[..indent]);
+                found = true;
+                break;
+            }
+        }
+        if !found {
+            missing.push(Addition {
+                section: Some(section),
+                key: key.clone(),
+                value: value.clone(),
+            });
+        }
+    }
+    let text = lines.join("\n") + "\n";
+    if missing.is_empty() {
+        Ok(text)
+    } else {
+        add_missing(&text, &missing)
+    }
+}
+
 /// The line index of `section:` at column 0 holding a block (nothing after the colon
 /// but a comment). A flow value on the header line cannot take a textual insertion.
 fn find_block_header(lines: &[String], section: &str) -> Result<Option<usize>, String> {
@@ -198,6 +261,31 @@ mod tests {
         assert_eq!(doc["settings"]["x"], "1");
         let keys: Vec<_> = doc.as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["port", "settings", "secretKey"]);
+    }
+
+    #[test]
+    fn set_replaces_in_place_and_adds() {
+        let text = "# top\nsettings:\n  # keep a month\n  token_retention_days: '30' # old\n  other: x\nport: 1\n";
+        let out = set_in_section(
+            text,
+            "settings",
+            &[
+                ("token_retention_days".into(), json!("7")),
+                ("new_key".into(), json!("v")),
+            ],
+        )
+        .unwrap();
+        assert!(out.contains("# top") && out.contains("  # keep a month"));
+        assert!(out.contains("  token_retention_days: '7'"), "{out}");
+        let doc = reparse(&out);
+        assert_eq!(doc["settings"]["token_retention_days"], "7");
+        assert_eq!(doc["settings"]["new_key"], "v");
+        assert_eq!(doc["settings"]["other"], "x");
+        assert_eq!(doc["port"], 1);
+        assert!(
+            set_in_section(text, "settings", &[("k".into(), json!({"a": 1}))]).is_err(),
+            "objects are not one line"
+        );
     }
 
     #[test]

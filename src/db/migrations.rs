@@ -17,6 +17,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0002_agents.sql",
         include_str!("../../sql/0002_agents.sql"),
     ),
+    (
+        3,
+        "0003_schedulers.sql",
+        include_str!("../../sql/0003_schedulers.sql"),
+    ),
 ];
 
 #[derive(Debug)]

@@ -6,6 +6,7 @@
 
 pub mod api_agents;
 pub mod api_auth;
+pub mod api_settings;
 pub mod api_users;
 pub mod conns;
 pub mod request;
@@ -262,6 +263,15 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 ("GET", ["api", "v1", "activity"]) => api_agents::list_activity,
                 ("POST", ["api", "v1", "activity", "seen"]) => api_agents::mark_seen,
                 ("DELETE", ["api", "v1", "activity"]) => api_agents::delete_activity,
+                ("GET", ["api", "v1", "settings", "cleanup"]) => api_settings::get,
+                ("PUT", ["api", "v1", "settings", "cleanup"]) => api_settings::put,
+                ("POST", ["api", "v1", "settings", "cleanup", "invalid-tokens"]) => {
+                    api_settings::clean_tokens
+                }
+                ("POST", ["api", "v1", "settings", "cleanup", "notifications"]) => {
+                    api_settings::clean_notifications
+                }
+                ("GET", ["api", "v1", "settings", "scheduler-status"]) => api_settings::status,
                 _ => return Err(ApiError::not_found("Not found")),
             };
             let session = require_session(app, req)?;

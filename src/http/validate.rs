@@ -26,6 +26,10 @@ impl Body {
         self.0.contains_key(key)
     }
 
+    pub fn object(&self) -> &Map<String, Value> {
+        &self.0
+    }
+
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.0.get(key)
     }

@@ -621,3 +621,13 @@ pub fn reading(states: &[(&str, &str)]) -> Value {
         .collect();
     serde_json::json!({ "collectedAt": "2026-11-21T08:00:00.000Z", "running": true, "pid": 42, "version": "2.2.7", "source": "data", "error": null, "instances": instances, "syncGroups": [] })
 }
+
+impl Server {
+    /// Kills the server with SIGKILL (no chance to clean up) and hands back its launch.
+    pub fn kill9(mut self) -> Launch {
+        self.signal(9);
+        let _ = self.wait_exit(Duration::from_secs(10));
+        self.child.take();
+        std::mem::replace(&mut self.launch, Launch::new())
+    }
+}

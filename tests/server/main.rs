@@ -6,5 +6,6 @@ mod agents;
 mod auth;
 mod config;
 mod http;
+mod settings;
 mod timing;
 mod users;

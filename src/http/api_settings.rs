@@ -1,0 +1,66 @@
+//! `/api/v1/settings/...`: the settings block and the cleanup schedulers.
+
+use super::request::Req;
+use super::response::{ApiError, ApiResult, Resp};
+use super::validate::{invalid, Body};
+use crate::app::App;
+use crate::auth::Session;
+use crate::schedulers::{Scheduler, Trigger};
+use crate::settings;
+use serde_json::json;
+
+pub fn get(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&app.settings.snapshot()))
+}
+
+pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    let body = Body::parse(&req.body)?;
+    let changes = settings::validate_update(body.object())
+        .map_err(|(field, message)| invalid(&field, &message))?;
+    {
+        // Written first: a setting that would not survive a restart is not taken.
+        let _one_writer = app.config_file.lock();
+        crate::config::write_settings(&app.config.path, &changes).map_err(|e| {
+            log::error!("Cannot save settings: {e}");
+            ApiError::new(500, format!("Cannot write the configuration file: {e}"))
+        })?;
+        app.settings.apply(&changes);
+    }
+    log::info!(
+        "Settings changed by \"{}\": {}",
+        session.username,
+        changes.keys().cloned().collect::<Vec<_>>().join(", ")
+    );
+    if changes.keys().any(|k| k.starts_with("token_")) {
+        app.token_cleanup.wake();
+    }
+    if changes.keys().any(|k| k.starts_with("notification_")) {
+        app.notification_cleanup.wake();
+    }
+    Ok(Resp::ok(&json!({ "success": true })))
+}
+
+fn run(app: &App, scheduler: &Scheduler) -> ApiResult {
+    match scheduler.run(Trigger::Manual, app) {
+        Ok(removed) => Ok(Resp::ok(&json!({ "success": true, "removed": removed }))),
+        Err(e) => Err(ApiError::new(
+            500,
+            format!("{} failed: {e}", scheduler.name),
+        )),
+    }
+}
+
+pub fn clean_tokens(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    run(app, &app.token_cleanup)
+}
+
+pub fn clean_notifications(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    run(app, &app.notification_cleanup)
+}
+
+pub fn status(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&json!({ "schedulers": {
+        "notification-cleanup": app.notification_cleanup.status(),
+        "token-cleanup": app.token_cleanup.status(),
+    }})))
+}

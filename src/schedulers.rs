@@ -1,0 +1,384 @@
+//! The two cleanup schedulers, `token-cleanup` and `notification-cleanup`: their
+//! timers, runs, and the status the API and dashboards show.
+//!
+//! [`next_run`] is the timer rule as a pure function. Each scheduler has a
+//! `sched:<name>` thread that waits on the server's clock; a manual run goes
+//! through the same [`Scheduler::run`]. The last run is persisted: it is written
+//! as `running` when it starts, so one cut short by a stop reads as `interrupted`.
+
+use crate::activity::Event;
+use crate::app::App;
+use crate::clock::iso;
+use crate::db::{Db, DbError};
+use crate::live::envelope;
+use chrono::{DateTime, Duration, Utc};
+use crossbeam_channel::{bounded, Receiver, Sender};
+use parking_lot::Mutex;
+use rusqlite::{params, OptionalExtension};
+use serde_json::{json, Value};
+
+/// When the next scheduled run is due, `None` while the interval is 0: one interval
+/// after the last run started (at once if that is past), never more than one
+/// interval from now (a shortened interval takes effect at once).
+pub fn next_run(
+    last_started: Option<DateTime<Utc>>,
+    interval: Duration,
+    now: DateTime<Utc>,
+) -> Option<DateTime<Utc>> {
+    if interval <= Duration::zero() {
+        return None;
+    }
+    let planned = last_started.map_or(now + interval, |l| l + interval);
+    Some(planned.max(now).min(now + interval))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trigger {
+    Schedule,
+    Manual,
+}
+
+impl Trigger {
+    fn as_str(self) -> &'static str {
+        match self {
+            Trigger::Schedule => "schedule",
+            Trigger::Manual => "manual",
+        }
+    }
+}
+
+/// The last run of a scheduler.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LastRun {
+    pub trigger: String,
+    /// `success`, `failed`, `interrupted` (or `running` while persisted mid-run).
+    pub status: String,
+    pub started_at: String,
+    pub finished_at: Option<String>,
+    pub removed: Option<i64>,
+    pub error: Option<String>,
+}
+
+impl LastRun {
+    fn to_json(&self) -> Value {
+        let mut v = json!({ "trigger": self.trigger, "status": self.status, "startedAt": self.started_at, "error": self.error });
+        if self.status != "interrupted" {
+            v["finishedAt"] = json!(self.finished_at);
+            v["result"] = self
+                .removed
+                .map_or(Value::Null, |n| json!({ "removed": n }));
+        }
+        v
+    }
+}
+
+#[derive(Debug, Default)]
+struct State {
+    running: bool,
+    next_run: Option<DateTime<Utc>>,
+    last_run: Option<LastRun>,
+}
+
+/// The work of a scheduler: removes what is due and says how much. It reads the
+/// retention settings at run time, so a change applies to the next run.
+pub type Work = Box<dyn Fn(&App, DateTime<Utc>) -> Result<u64, String> + Send + Sync>;
+
+pub struct Scheduler {
+    pub name: &'static str,
+    /// The settings key of its interval in hours.
+    pub interval_key: &'static str,
+    work: Work,
+    state: Mutex<State>,
+    /// One run at a time: a manual run waits for a scheduled one and the other way round.
+    run_lock: Mutex<()>,
+    wake_tx: Sender<()>,
+    wake_rx: Receiver<()>,
+}
+
+impl Scheduler {
+    pub fn new(name: &'static str, interval_key: &'static str, work: Work) -> Scheduler {
+        let (wake_tx, wake_rx) = bounded(1);
+        Scheduler {
+            name,
+            interval_key,
+            work,
+            state: Mutex::new(State::default()),
+            run_lock: Mutex::new(()),
+            wake_tx,
+            wake_rx,
+        }
+    }
+
+    /// Loads the last run; a run still marked running was cut short: interrupted.
+    pub fn load(&self, db: &Db) -> Result<(), DbError> {
+        let name = self.name;
+        let last = db.write(move |c| {
+            c.execute("UPDATE scheduler_runs SET status = 'interrupted', finished_at = NULL, removed = NULL WHERE scheduler = ?1 AND status = 'running'", [name])?;
+            Ok::<_, DbError>(
+                c.query_row(
+                    "SELECT trigger, status, started_at, finished_at, removed, error FROM scheduler_runs WHERE scheduler = ?1",
+                    [name],
+                    |r| Ok(LastRun { trigger: r.get(0)?, status: r.get(1)?, started_at: r.get(2)?, finished_at: r.get(3)?, removed: r.get(4)?, error: r.get(5)? }),
+                )
+                .optional()?,
+            )
+        })?;
+        if last.as_ref().is_some_and(|l| l.status == "interrupted") {
+            log::warn!("The last {name} run was cut short by a stop; it shows as interrupted");
+        }
+        self.state.lock().last_run = last;
+        Ok(())
+    }
+
+    /// The Scheduler status shape of the API.
+    pub fn status(&self) -> Value {
+        let s = self.state.lock();
+        json!({
+            "isRunning": s.running,
+            "nextRun": s.next_run.map(iso),
+            "lastRun": s.last_run.as_ref().map(LastRun::to_json),
+        })
+    }
+
+    /// Re-arms the timer now (interval changed, or a run ended).
+    pub fn wake(&self) {
+        let _ = self.wake_tx.try_send(());
+    }
+
+    fn last_started(&self) -> Option<DateTime<Utc>> {
+        let s = self.state.lock();
+        let started = s.last_run.as_ref()?.started_at.clone();
+        DateTime::parse_from_rfc3339(&started)
+            .ok()
+            .map(|t| t.with_timezone(&Utc))
+    }
+
+    /// Tells the dashboards this scheduler's status (a run started or ended, a
+    /// timer was set).
+    fn announce(&self, app: &App) {
+        app.hub.broadcast(envelope(
+            "SCHEDULER_STATUS_UPDATE",
+            json!({ "scheduler": self.name, "status": self.status() }),
+        ));
+    }
+
+    /// Runs the work now.
+    pub fn run(&self, trigger: Trigger, app: &App) -> Result<u64, String> {
+        let (db, clock) = (&app.db, &app.clock);
+        let _one = self.run_lock.lock();
+        let started = clock.now();
+        let (name, trig, at) = (self.name, trigger.as_str(), iso(started));
+        let marked = db.write(move |c| {
+            c.execute(
+                "INSERT INTO scheduler_runs (scheduler, trigger, status, started_at) VALUES (?1, ?2, 'running', ?3)
+                 ON CONFLICT (scheduler) DO UPDATE SET trigger = ?2, status = 'running', started_at = ?3, finished_at = NULL, removed = NULL, error = NULL",
+                params![name, trig, at],
+            )?;
+            Ok::<_, DbError>(())
+        });
+        if let Err(e) = marked {
+            log::error!("Cannot record the start of a {} run: {e}", self.name);
+        }
+        self.state.lock().running = true;
+        self.announce(app);
+        let outcome = (self.work)(app, started);
+        let finished = iso(clock.now());
+        let last = match &outcome {
+            Ok(removed) => LastRun {
+                trigger: trig.into(),
+                status: "success".into(),
+                started_at: iso(started),
+                finished_at: Some(finished),
+                removed: Some(*removed as i64),
+                error: None,
+            },
+            Err(e) => LastRun {
+                trigger: trig.into(),
+                status: "failed".into(),
+                started_at: iso(started),
+                finished_at: Some(finished),
+                removed: None,
+                error: Some(e.clone()),
+            },
+        };
+        let row = last.clone();
+        let saved = db.write(move |c| {
+            c.execute(
+                "UPDATE scheduler_runs SET status = ?2, finished_at = ?3, removed = ?4, error = ?5 WHERE scheduler = ?1",
+                params![name, row.status, row.finished_at, row.removed, row.error],
+            )?;
+            Ok::<_, DbError>(())
+        });
+        if let Err(e) = saved {
+            log::error!("Cannot record the end of a {} run: {e}", self.name);
+        }
+        {
+            let mut s = self.state.lock();
+            s.running = false;
+            s.last_run = Some(last);
+        }
+        match &outcome {
+            Ok(n) => log::info!("{} ({}) removed {n}", self.name, trig),
+            Err(e) => {
+                log::error!("{} ({}) failed: {e}", self.name, trig);
+                let data = json!({ "scheduler": self.name, "trigger": trig, "error": e });
+                app.record_activity(vec![Event::server(
+                    "scheduler.failed",
+                    vrrp_protocol::ActivityLevel::Error,
+                    None,
+                    data,
+                    clock.now(),
+                )]);
+            }
+        }
+        self.announce(app);
+        self.wake();
+        outcome
+    }
+
+    /// The timer loop of the `sched:<name>` thread.
+    pub fn run_timer(&self, app: &App, stop: &crate::lifecycle::Shutdown) {
+        let clock = &app.clock;
+        while !stop.is_set() {
+            let now = clock.now();
+            let interval = Duration::hours(app.settings.number(self.interval_key, 24) as i64);
+            let due = next_run(self.last_started(), interval, now);
+            self.state.lock().next_run = due;
+            self.announce(app);
+            // Waits in steps of at most a second of real time, looking at the clock
+            // each time: long delays are waited out in steps, and a driven clock is
+            // noticed.
+            loop {
+                if stop.is_set() {
+                    return;
+                }
+                let woken = self
+                    .wake_rx
+                    .recv_timeout(std::time::Duration::from_millis(500))
+                    .is_ok();
+                if woken {
+                    break;
+                }
+                if due.is_some_and(|d| clock.now() >= d) {
+                    let _ = self.run(Trigger::Schedule, app);
+                    // `run` wakes the timer; take that wake-up so the loop re-arms once.
+                    let _ = self.wake_rx.try_recv();
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Removes registration tokens used or expired longer than `days` ago (0: all of them).
+pub fn clean_tokens(db: &Db, days: u64, now: DateTime<Utc>) -> Result<u64, String> {
+    // A token turned invalid when it was used, or else when it expired.
+    let cutoff = iso(now - Duration::days(days as i64));
+    db.write(move |c| {
+        let n = c.execute(
+            "DELETE FROM registration_tokens WHERE COALESCE(used_at, expires_at) <= ?1",
+            params![cutoff],
+        )?;
+        Ok::<_, DbError>(n as u64)
+    })
+    .map_err(|e| e.to_string())
+}
+
+/// Activity rows removed per writer job: small enough that ingest waits little.
+pub const CLEANUP_BATCH: i64 = 2000;
+
+/// Removes activity older than `days` (by occurredAt; 0 means 90) while keeping the
+/// `keep` newest, in batches through the writer so ingest never waits long.
+pub fn clean_activity(db: &Db, days: u64, keep: u64, now: DateTime<Utc>) -> Result<u64, String> {
+    let days = if days == 0 { 90 } else { days };
+    let cutoff = iso(now - Duration::days(days as i64));
+    // The newest `keep` stay whatever their age: find where they end once.
+    let keep = keep as i64;
+    let boundary: Option<(String, String, String)> = db
+        .read(|c| {
+            Ok::<_, DbError>(
+                c.query_row(
+                    "SELECT occurred_at, received_at, id FROM activity ORDER BY occurred_at DESC, received_at DESC, id DESC LIMIT 1 OFFSET ?1",
+                    [keep.max(1) - 1],
+                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+                )
+                .optional()?,
+            )
+        })
+        .map_err(|e| e.to_string())?;
+    let mut removed = 0u64;
+    loop {
+        let (cutoff, boundary) = (cutoff.clone(), boundary.clone());
+        let n = db
+            .write(move |c| {
+                let n = match (&boundary, keep) {
+                    // Fewer events than `keep`: nothing may go.
+                    (None, k) if k > 0 => 0,
+                    (Some((o, r, i)), k) if k > 0 => c.execute(
+                        "DELETE FROM activity WHERE rowid IN (
+                             SELECT rowid FROM activity WHERE occurred_at < ?1
+                               AND (occurred_at, received_at, id) < (?2, ?3, ?4) LIMIT ?5)",
+                        params![cutoff, o, r, i, CLEANUP_BATCH],
+                    )?,
+                    _ => c.execute(
+                        "DELETE FROM activity WHERE rowid IN (SELECT rowid FROM activity WHERE occurred_at < ?1 LIMIT ?2)",
+                        params![cutoff, CLEANUP_BATCH],
+                    )?,
+                };
+                Ok::<_, DbError>(n as u64)
+            })
+            .map_err(|e| e.to_string())?;
+        removed += n;
+        if n < CLEANUP_BATCH as u64 {
+            return Ok(removed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(h: i64) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 11, 21, 0, 0, 0).unwrap() + Duration::hours(h)
+    }
+
+    #[test]
+    fn timer_rules() {
+        let day = Duration::hours(24);
+        assert_eq!(next_run(None, Duration::zero(), t(0)), None, "0 disables");
+        assert_eq!(
+            next_run(None, day, t(0)),
+            Some(t(24)),
+            "never ran: one interval from now"
+        );
+        assert_eq!(
+            next_run(Some(t(-10)), day, t(0)),
+            Some(t(14)),
+            "one interval after the last start"
+        );
+        assert_eq!(
+            next_run(Some(t(-30)), day, t(0)),
+            Some(t(0)),
+            "at once when past"
+        );
+        assert_eq!(next_run(Some(t(-1)), Duration::hours(2), t(0)), Some(t(1)));
+        assert_eq!(
+            next_run(Some(t(0)), Duration::hours(1), t(0)),
+            Some(t(1)),
+            "capped at one interval from now"
+        );
+        assert_eq!(
+            next_run(Some(t(5)), day, t(0)),
+            Some(t(24)),
+            "a last start in the future (clock moved back) is capped"
+        );
+        let long = Duration::hours(24 * 60);
+        assert_eq!(
+            next_run(Some(t(0)), long, t(0)),
+            Some(t(24 * 60)),
+            "long delays are planned whole (waited in steps)"
+        );
+    }
+}

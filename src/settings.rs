@@ -1,0 +1,278 @@
+//! The settings block: retention and scheduler intervals, and the activity level
+//! overrides. Read at start from the config file, changed at run time through the
+//! API (and written back), applied without restart.
+//!
+//! The parsing and acceptance rules are pure functions here; [`Settings`] is the
+//! live copy every reader shares.
+
+use crate::activity::LevelPolicy;
+use parking_lot::RwLock;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use vrrp_protocol::ActivityLevel;
+
+/// Kinds that must always be recorded: an incident nobody hears of is worse than noise.
+pub const NEVER_NONE: [&str; 2] = ["vrrp.incident_opened", "vrrp.incident_resolved"];
+pub const OVERRIDES_KEY: &str = "activity_level_overrides";
+
+/// What an override does to a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Override {
+    Level(ActivityLevel),
+    /// Do not record the kind.
+    Drop,
+}
+
+/// `kind=level` entries separated by commas or line breaks; each kind once.
+pub fn parse_overrides(text: &str) -> Result<BTreeMap<String, Override>, String> {
+    let mut out = BTreeMap::new();
+    for entry in text
+        .split([',', '\n', '\r'])
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+    {
+        let Some((kind, level)) = entry.split_once('=') else {
+            return Err(format!("\"{entry}\" is not kind=level"));
+        };
+        let (kind, level) = (kind.trim(), level.trim());
+        if kind.is_empty() {
+            return Err(format!("\"{entry}\" names no kind"));
+        }
+        let value = match level {
+            "trace" => Override::Level(ActivityLevel::Trace),
+            "info" => Override::Level(ActivityLevel::Info),
+            "warning" => Override::Level(ActivityLevel::Warning),
+            "error" => Override::Level(ActivityLevel::Error),
+            "none" if NEVER_NONE.contains(&kind) => {
+                return Err(format!("{kind} cannot be set to none"))
+            }
+            "none" => Override::Drop,
+            other => {
+                return Err(format!(
+                    "\"{other}\" is not a level (trace, info, warning, error, none)"
+                ))
+            }
+        };
+        if out.insert(kind.to_owned(), value).is_some() {
+            return Err(format!("{kind} is listed twice"));
+        }
+    }
+    Ok(out)
+}
+
+/// The overrides written back in one line, as the config stores them.
+pub fn format_overrides(overrides: &BTreeMap<String, Override>) -> String {
+    overrides
+        .iter()
+        .map(|(kind, o)| match o {
+            Override::Level(l) => format!("{kind}={}", l.as_str()),
+            Override::Drop => format!("{kind}=none"),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn whole_number(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => n.as_u64().map(|n| n.to_string()),
+        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            s.parse::<u64>().ok().map(|n| n.to_string())
+        }
+        _ => None,
+    }
+}
+
+/// Checks a `PUT /api/v1/settings/cleanup` body; returns the values to store, or
+/// the field and message of the first mismatch.
+pub fn validate_update(body: &Map<String, Value>) -> Result<Map<String, Value>, (String, String)> {
+    if body.contains_key("security") {
+        return Err((
+            "security".into(),
+            "cannot be changed through the settings API".into(),
+        ));
+    }
+    let mut out = Map::new();
+    for (key, value) in body {
+        let stored = if key.starts_with("token_") || key.starts_with("notification_") {
+            let n = whole_number(value).ok_or_else(|| {
+                (
+                    key.clone(),
+                    "must be a non-negative whole number".to_owned(),
+                )
+            })?;
+            Value::String(n)
+        } else if key == OVERRIDES_KEY {
+            let text = match value {
+                Value::String(s) => s.as_str(),
+                Value::Null => "",
+                _ => return Err((key.clone(), "must be a string of kind=level entries".into())),
+            };
+            let parsed = parse_overrides(text).map_err(|m| (key.clone(), m))?;
+            Value::String(format_overrides(&parsed))
+        } else {
+            // Keys this build does not know are accepted and written as given.
+            value.clone()
+        };
+        out.insert(key.clone(), stored);
+    }
+    Ok(out)
+}
+
+/// The live settings: the map as the API shows it, and the parsed overrides.
+pub struct Settings {
+    values: RwLock<Map<String, Value>>,
+    overrides: RwLock<BTreeMap<String, Override>>,
+}
+
+impl Settings {
+    /// From the config's settings block (already validated at load).
+    pub fn new(values: Map<String, Value>) -> Result<Settings, String> {
+        let text = values
+            .get(OVERRIDES_KEY)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let overrides = parse_overrides(&text)?;
+        Ok(Settings {
+            values: RwLock::new(values),
+            overrides: RwLock::new(overrides),
+        })
+    }
+
+    pub fn snapshot(&self) -> Map<String, Value> {
+        self.values.read().clone()
+    }
+
+    /// A whole-number setting; `default` when missing or unreadable.
+    pub fn number(&self, key: &str, default: u64) -> u64 {
+        self.values
+            .read()
+            .get(key)
+            .and_then(whole_number)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default)
+    }
+
+    /// Applies validated values.
+    pub fn apply(&self, changes: &Map<String, Value>) {
+        if let Some(text) = changes.get(OVERRIDES_KEY).and_then(Value::as_str) {
+            if let Ok(parsed) = parse_overrides(text) {
+                *self.overrides.write() = parsed;
+            }
+        }
+        let mut values = self.values.write();
+        for (k, v) in changes {
+            values.insert(k.clone(), v.clone());
+        }
+    }
+}
+
+impl LevelPolicy for Settings {
+    fn level_for(&self, kind: &str, level: ActivityLevel) -> Option<ActivityLevel> {
+        match self.overrides.read().get(kind) {
+            None => Some(level),
+            Some(Override::Level(l)) => Some(*l),
+            Some(Override::Drop) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn overrides() {
+        let o = parse_overrides(
+            "client.connected=none, vrrp.state_changed = error\nkeepalived.stopped=info\n\n",
+        )
+        .unwrap();
+        assert_eq!(o["client.connected"], Override::Drop);
+        assert_eq!(
+            o["vrrp.state_changed"],
+            Override::Level(ActivityLevel::Error)
+        );
+        assert_eq!(
+            format_overrides(&o),
+            "client.connected=none,keepalived.stopped=info,vrrp.state_changed=error"
+        );
+        assert!(parse_overrides("").unwrap().is_empty());
+        for bad in [
+            "x",
+            "=info",
+            "a=loud",
+            "a=info,a=error",
+            "vrrp.incident_opened=none",
+            "vrrp.incident_resolved=none",
+        ] {
+            assert!(parse_overrides(bad).is_err(), "{bad}");
+        }
+        assert!(parse_overrides("vrrp.incident_opened=error").is_ok());
+        assert!(parse_overrides("vrrp.incident_updated=none").is_ok());
+    }
+
+    #[test]
+    fn update_rules() {
+        let ok = validate_update(json!({"token_retention_days": 7, "notification_retention_count": "12", "my_key": {"a": 1}}).as_object().unwrap()).unwrap();
+        assert_eq!(ok["token_retention_days"], "7");
+        assert_eq!(ok["notification_retention_count"], "12");
+        assert_eq!(ok["my_key"], json!({"a": 1}), "unlisted keys as given");
+        for (body, field) in [
+            (json!({"security": {}}), "security"),
+            (json!({"token_retention_days": -1}), "token_retention_days"),
+            (
+                json!({"notification_retention_days": "1.5"}),
+                "notification_retention_days",
+            ),
+            (json!({"token_whatever": "x"}), "token_whatever"),
+            (
+                json!({"activity_level_overrides": "vrrp.incident_resolved=none"}),
+                "activity_level_overrides",
+            ),
+            (
+                json!({"activity_level_overrides": 5}),
+                "activity_level_overrides",
+            ),
+        ] {
+            assert_eq!(
+                validate_update(body.as_object().unwrap()).unwrap_err().0,
+                field,
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn live_policy() {
+        let s = Settings::new(
+            json!({"activity_level_overrides": "a=none,b=error"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .unwrap();
+        assert_eq!(s.level_for("a", ActivityLevel::Info), None);
+        assert_eq!(
+            s.level_for("b", ActivityLevel::Info),
+            Some(ActivityLevel::Error)
+        );
+        assert_eq!(
+            s.level_for("c", ActivityLevel::Warning),
+            Some(ActivityLevel::Warning)
+        );
+        s.apply(
+            json!({"activity_level_overrides": "c=trace"})
+                .as_object()
+                .unwrap(),
+        );
+        assert_eq!(
+            s.level_for("a", ActivityLevel::Info),
+            Some(ActivityLevel::Info)
+        );
+        assert_eq!(
+            s.level_for("c", ActivityLevel::Warning),
+            Some(ActivityLevel::Trace)
+        );
+    }
+}
