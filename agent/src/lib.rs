@@ -4,7 +4,9 @@
 //! into activity events kept in a durable queue, and serves a small local web server.
 //! See `ARCHITECTURE-agent.md` for threads, channels and who owns what.
 
+pub mod clock;
 pub mod config;
+pub mod connection;
 pub mod datadir;
 pub mod events;
 pub mod fifo;
@@ -13,6 +15,9 @@ pub mod lifecycle;
 pub mod logging;
 pub mod parse;
 pub mod persist;
+pub mod pin;
 pub mod queue;
 pub mod reader;
+pub mod register;
+pub mod serverapi;
 pub mod web;

@@ -1,8 +1,8 @@
 //! Start-up, shutdown and fatal errors.
 //!
-//! Order at start: configuration, data directory and identity, the local web server, then
-//! readings (the connection to the server comes after them in a later issue). SIGINT and
-//! SIGTERM stop the web server, flush the queue and exit 0. A thread that dies of a panic
+//! Order at start: configuration, data directory and identity, the local web server (and
+//! the setup PIN block once it listens), then readings, then the connection to the
+//! server. SIGINT and SIGTERM stop the web server, flush the queue and exit 0. A thread that dies of a panic
 //! is a fatal error: logged at fatal level, pending writes flushed, exit 1 after 250 ms.
 
 use std::collections::HashMap;
@@ -12,13 +12,29 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 
+use crate::clock::SystemClock;
 use crate::config::{self, Config};
+use crate::connection::{self, ConnState, ConnStatus};
 use crate::datadir::{self, DataDir, Identity, IdentityLoad};
 use crate::logging;
 use crate::persist::{self, PersistHandle};
 use crate::queue::{ActivityQueue, Queue};
 use crate::reader::{self, FifoState, KeepalivedStatus};
-use crate::{fifo, keepalived, web};
+use crate::register::RegShared;
+use crate::{fifo, keepalived, pin, web};
+
+/// The version resolved at build time (see build.rs), sent in AUTH.
+pub const VERSION: &str = env!("VRRP_AGENT_VERSION");
+
+/// This host's name as the server will show it.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
+        .unwrap_or_else(|| "unknown".into())
+}
 
 /// The agent mode, derived in one place.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,7 +147,7 @@ pub fn main() -> i32 {
     let config = Arc::new(loaded.config);
     log::info!(
         "vrrp-agent {} starting (config {}, data {})",
-        env!("CARGO_PKG_VERSION"),
+        VERSION,
         config.config_path.display(),
         config.data_dir.display()
     );
@@ -192,8 +208,47 @@ pub fn main() -> i32 {
     let (reader_tx, reader_rx) = crossbeam_channel::unbounded();
     let trigger = reader::Trigger::from_sender(reader_tx.clone());
 
+    // The setup PIN: every start of an unregistered agent, only in memory and the log.
+    let setup_pin = pin::wanted(
+        identity.is_some(),
+        config.enable_register_page,
+        config.server_url.is_some(),
+        config.registration_secret.is_some(),
+    )
+    .then(|| pin::Pin::generate(&mut rand::thread_rng()));
     let routes = web::Routes::from_config(&config, mode);
     let bind = routes.bind(&config);
+    let reg = Arc::new(RegShared::new(
+        setup_pin,
+        routes.register_page,
+        identity.clone(),
+        config.server_url.clone(),
+        if config.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        },
+        config.listen_port,
+        mode == Mode::Unregistered && config.server_url.is_none(),
+    ));
+    let target = match (&identity, &config.server_url) {
+        (Some(id), Some(url)) => Some(connection::Target {
+            base_url: url.clone(),
+            client_id: id.client_id.clone(),
+            token: config::Secret::new(id.auth_token.clone()),
+            allow_self_signed: config.allow_self_signed,
+        }),
+        _ => None,
+    };
+    let conn_status = Arc::new(RwLock::new(ConnStatus {
+        state: ConnState::Disconnected,
+        has_target: target.is_some(),
+        ..Default::default()
+    }));
+    let (conn_inbox, conn_rx) = match connection::inbox() {
+        Ok(x) => x,
+        Err(e) => return stop_start(&format!("cannot create the connection's wake pipe: {e}")),
+    };
     let web = match &bind {
         web::Bind::None(why) => {
             log::info!("Web server not started: {why}");
@@ -204,14 +259,19 @@ pub fn main() -> i32 {
                 routes: routes.clone(),
                 config: config.clone(),
                 mode,
-                has_auth_token: identity.is_some(),
                 status: status.clone(),
                 trigger: trigger.clone(),
+                reg: reg.clone(),
+                conn: conn_inbox.clone(),
+                conn_status: conn_status.clone(),
+                dir: dir.clone(),
+                hostname: hostname(),
             },
             bind,
         ) {
             Ok(Some(h)) => {
                 log::info!("Web server listening on http://{}", h.addr);
+                reg.log_pin();
                 Some(h)
             }
             Ok(None) => None,
@@ -234,6 +294,10 @@ pub fn main() -> i32 {
         persist.clone(),
         status.clone(),
         poll,
+        Some({
+            let inbox = conn_inbox.clone();
+            Box::new(move |n| inbox.note(n))
+        }),
     ) {
         Ok(r) => r,
         Err(e) => return stop_start(&format!("cannot start the reader thread: {e}")),
@@ -254,6 +318,26 @@ pub fn main() -> i32 {
         None => None,
     };
 
+    // The connection last: readings already run, so a failover is seen while the server
+    // is unreachable. Without a complete identity the thread waits for a registration.
+    let conn = match connection::spawn(
+        connection::Deps {
+            target,
+            hostname: hostname(),
+            version: VERSION.to_string(),
+            clock: Arc::new(SystemClock),
+            jitter: Box::new(rand::random::<f64>),
+            queue: Arc::new(queue.clone()),
+            trigger: trigger.clone(),
+            status: conn_status,
+        },
+        conn_inbox,
+        conn_rx,
+    ) {
+        Ok(c) => c,
+        Err(e) => return stop_start(&format!("cannot start the connection thread: {e}")),
+    };
+
     // Wait for SIGINT / SIGTERM on this (the main) thread.
     let sig = signals.forever().next();
     log::info!(
@@ -265,6 +349,7 @@ pub fn main() -> i32 {
     if let Some(w) = web {
         w.stop();
     }
+    conn.stop();
     if let Some(f) = fifo {
         f.stop();
     }

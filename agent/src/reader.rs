@@ -25,6 +25,15 @@ pub enum TriggerSource {
     Endpoint,
     Connection,
     ServerRequest,
+    /// The connection's "at least every 30 s" resend.
+    Resend,
+}
+
+/// Every finished reading, with what triggered it, for the connection.
+#[derive(Debug, Clone)]
+pub struct ReadingNote {
+    pub reading: Arc<Reading>,
+    pub sources: Vec<TriggerSource>,
 }
 
 /// Messages to the reader.
@@ -98,6 +107,9 @@ impl FifoState {
     }
 }
 
+/// Called with every finished reading (the connection's inbox; must not block).
+pub type Observer = Box<dyn Fn(ReadingNote) + Send>;
+
 pub type SharedStatus = Arc<RwLock<KeepalivedStatus>>;
 
 /// When the next timed reading is due: `interval` after the start of the last reading;
@@ -126,6 +138,7 @@ struct Reader {
     persist: PersistHandle,
     status: SharedStatus,
     poll: Option<Duration>,
+    observer: Option<Observer>,
 }
 
 /// Starts the reader thread on a channel made beforehand (the web server's notify
@@ -140,6 +153,7 @@ pub fn spawn_with(
     persist: PersistHandle,
     status: SharedStatus,
     poll: Option<Duration>,
+    observer: Option<Observer>,
 ) -> std::io::Result<ReaderHandle> {
     let reader = Reader {
         prober,
@@ -148,6 +162,7 @@ pub fn spawn_with(
         persist,
         status,
         poll,
+        observer,
     };
     let thread = thread::Builder::new()
         .name("ka-reader".into())
@@ -203,6 +218,9 @@ impl Reader {
             let reading = Arc::new(self.read_once(first_at.unwrap_or(last_start)));
             for r in replies {
                 let _ = r.send(reading.clone());
+            }
+            if let Some(o) = &self.observer {
+                o(ReadingNote { reading, sources });
             }
         }
     }

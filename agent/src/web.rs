@@ -1,5 +1,5 @@
-//! The local web server (tiny_http): status routes, the `/status` page, the notify
-//! endpoint and the container health route.
+//! The local web server (tiny_http): the register page and route, status routes, the
+//! `/status` page, `POST /api/connect`, the notify endpoint and the container health route.
 //!
 //! Routes are fixed at start from the config (`Routes`). Handlers are plain functions of
 //! (request, shared state) → response; nothing outside this module imports tiny_http. A
@@ -15,18 +15,31 @@ use tiny_http::{Header, Method, Request, Response, Server, StatusCode};
 use vrrp_protocol::VrrpState;
 
 use crate::config::{Config, Secret};
+use crate::connection::{self, ConnInbox, ConnMsg, SharedConn};
+use crate::datadir::DataDir;
 use crate::lifecycle::Mode;
 use crate::reader::{SharedStatus, Trigger, TriggerSource};
+use crate::register::RegShared;
 
 /// Notify endpoint body limit.
 pub const MAX_NOTIFY_BODY: usize = 1024;
 
 const STATUS_PAGE: &str = include_str!("../static/status.html");
+const REGISTER_PAGE: &str = include_str!("../static/register.html");
+/// Register form body limit.
+const MAX_REGISTER_BODY: usize = 8 * 1024;
+/// Workers: a registration waits up to 10 s for the server and `POST /api/connect` up to
+/// 6 s for a handshake; the status page must stay responsive meanwhile.
+const WORKERS: usize = 4;
 
 /// Which routes exist, decided once at start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Routes {
     pub status_page: bool,
+    /// `/register` and `POST /api/register` (closed at run time once registered).
+    pub register_page: bool,
+    /// `enableRegisterPage` itself: once registered, `/register` still redirects.
+    pub register_configured: bool,
     pub notify: bool,
     pub health: bool,
     /// Outbound mode (`/ws/*`, served by the connection work of a later issue).
@@ -45,6 +58,8 @@ impl Routes {
     pub fn from_config(cfg: &Config, mode: Mode) -> Routes {
         Routes {
             status_page: cfg.enable_status_page,
+            register_page: cfg.enable_register_page && mode == Mode::Unregistered,
+            register_configured: cfg.enable_register_page,
             notify: cfg.keepalived.notify_token.is_some(),
             health: cfg.container,
             outbound: cfg.server_url.is_none() && mode != Mode::Inbound,
@@ -54,9 +69,7 @@ impl Routes {
     /// With no page, no notify endpoint and no outbound mode, only the container's health
     /// route would remain: loopback in the container, nothing at all outside it.
     pub fn bind(&self, cfg: &Config) -> Bind {
-        // The register page is another issue's work; while it is absent it does not keep
-        // the server up on its own.
-        if self.status_page || self.notify || self.outbound {
+        if self.status_page || self.register_page || self.notify || self.outbound {
             Bind::All(cfg.listen_port)
         } else if self.health {
             Bind::LoopbackOnly(cfg.listen_port)
@@ -71,9 +84,13 @@ pub struct WebState {
     pub routes: Routes,
     pub config: Arc<Config>,
     pub mode: Mode,
-    pub has_auth_token: bool,
     pub status: SharedStatus,
     pub trigger: Trigger,
+    pub reg: Arc<RegShared>,
+    pub conn: ConnInbox,
+    pub conn_status: SharedConn,
+    pub dir: DataDir,
+    pub hostname: String,
 }
 
 pub struct WebHandle {
@@ -105,7 +122,7 @@ pub fn start(state: WebState, bind: &Bind) -> Result<Option<WebHandle>, String> 
     let addr = server.server_addr().to_ip().unwrap_or(addr);
     let state = Arc::new(state);
     let mut workers = Vec::new();
-    for i in 0..2 {
+    for i in 0..WORKERS {
         let server = server.clone();
         let state = state.clone();
         let w = thread::Builder::new()
@@ -157,6 +174,15 @@ impl Reply {
     fn not_found() -> Reply {
         Reply::error(404, "Not found")
     }
+    fn html(page: &str) -> Reply {
+        Reply {
+            status: 200,
+            body: page.as_bytes().to_vec(),
+            content_type: "text/html; charset=utf-8",
+            location: None,
+            after: None,
+        }
+    }
     fn redirect(to: &'static str) -> Reply {
         Reply {
             status: 302,
@@ -193,34 +219,131 @@ fn route(state: &WebState, req: &mut Request) -> Reply {
     let path = req.url().split('?').next().unwrap_or("").to_string();
     let method = req.method().clone();
     let r = &state.routes;
+    let any_page = r.status_page || r.register_page;
     match (&method, path.as_str()) {
+        (Method::Get, "/") if r.register_page && state.reg.page_open() => {
+            Reply::redirect("/register")
+        }
         (Method::Get, "/") if r.status_page => Reply::redirect("/status"),
-        (Method::Get, "/status") if r.status_page => Reply {
-            status: 200,
-            body: STATUS_PAGE.as_bytes().to_vec(),
-            content_type: "text/html; charset=utf-8",
-            location: None,
-            after: None,
-        },
+        (Method::Get, "/register") if r.register_page && state.reg.page_open() => {
+            Reply::html(REGISTER_PAGE)
+        }
+        (Method::Get, "/register") if r.register_configured && r.status_page => {
+            Reply::redirect("/status")
+        }
+        (Method::Post, "/api/register") if r.register_page => register(state, req),
+        (Method::Get, "/status") if r.status_page => Reply::html(STATUS_PAGE),
         (Method::Get, "/api/status/keepalived") if r.status_page => {
             Reply::json(200, keepalived_summary(state))
         }
         (Method::Get, "/api/status/connection") if r.status_page => {
-            Reply::json(200, json!({ "connected": false }))
+            Reply::json(200, connection_summary(state))
         }
+        (Method::Post, "/api/connect") if r.status_page => connect(state),
         (Method::Get, "/api/status/config") if r.status_page => {
             Reply::json(200, config_summary(state))
         }
-        (Method::Get, "/api/status/auth") if r.status_page => Reply::json(
+        (Method::Get, "/api/status/auth") if any_page => Reply::json(
             200,
-            json!({ "hasAuthToken": state.has_auth_token, "statusPage": r.status_page }),
+            json!({ "hasAuthToken": state.reg.has_identity(), "statusPage": r.status_page }),
         ),
+        (Method::Get, "/api/status/server") if any_page => match state.reg.server_url() {
+            Some(url) => Reply::json(200, crate::serverapi::ping(&url)),
+            None => Reply::json(
+                200,
+                json!({ "configured": false, "url": null, "reachable": false, "status": null, "latencyMs": null, "error": "no serverUrl configured" }),
+            ),
+        },
         (Method::Post, "/api/keepalived/notify") if r.notify => notify(state, req),
         (Method::Get, "/api/health") if r.health && is_loopback(req.remote_addr()) => {
             Reply::json(200, json!({ "status": "ok" }))
         }
         _ => Reply::not_found(),
     }
+}
+
+fn register(state: &WebState, req: &mut Request) -> Reply {
+    let err = |e: crate::register::RegError| Reply::json(e.status, e.to_json());
+    if !state.reg.page_open() {
+        return Reply::not_found();
+    }
+    if req.body_length().is_some_and(|n| n > MAX_REGISTER_BODY) {
+        return err(crate::register::RegError {
+            status: 413,
+            stage: "input",
+            message: "body: at most 8 KB".into(),
+            field: Some("body"),
+        });
+    }
+    let mut body = Vec::new();
+    if req
+        .as_reader()
+        .take(MAX_REGISTER_BODY as u64 + 1)
+        .read_to_end(&mut body)
+        .is_err()
+        || body.len() > MAX_REGISTER_BODY
+    {
+        return err(crate::register::RegError {
+            status: 400,
+            stage: "input",
+            message: "body: cannot be read (at most 8 KB)".into(),
+            field: Some("body"),
+        });
+    }
+    let c = &state.config;
+    match state.reg.register(
+        &body,
+        &state.hostname,
+        c.allow_self_signed,
+        &state.dir,
+        &c.config_path,
+    ) {
+        None => Reply::not_found(),
+        Some(Err(e)) => err(e),
+        Some(Ok(done)) => {
+            state.conn.send(ConnMsg::SetTarget(connection::Target {
+                base_url: done.url,
+                client_id: done.identity.client_id,
+                token: Secret::new(done.identity.auth_token),
+                allow_self_signed: c.allow_self_signed,
+            }));
+            let mut v = json!({ "success": true, "message": "Registration successful" });
+            if let Some(w) = done.warning {
+                v["warning"] = json!(w);
+            }
+            Reply::json(200, v)
+        }
+    }
+}
+
+fn connect(state: &WebState) -> Reply {
+    if !state.conn_status.read().has_target {
+        return Reply::json(
+            409,
+            json!({ "connected": false, "error": "not registered with a server (no identity or no serverUrl)" }),
+        );
+    }
+    let r = state
+        .conn
+        .connect(connection::HANDSHAKE_TIMEOUT + std::time::Duration::from_secs(5));
+    Reply::json(200, r.to_json())
+}
+
+fn connection_summary(state: &WebState) -> Value {
+    let st = state.conn_status.read().clone();
+    let next = st.next_attempt.map(|t| {
+        t.saturating_duration_since(std::time::Instant::now())
+            .as_millis() as u64
+    });
+    json!({
+        "connected": st.state == connection::ConnState::Connected,
+        "state": st.state.as_str(),
+        "registered": st.has_target,
+        "attempts": st.attempts,
+        "lastError": st.last_error,
+        "nextAttemptInMs": next,
+        "connectedSince": st.connected_since,
+    })
 }
 
 fn is_loopback(addr: Option<&SocketAddr>) -> bool {
@@ -305,9 +428,11 @@ fn keepalived_summary(state: &WebState) -> Value {
 fn config_summary(state: &WebState) -> Value {
     let c = &state.config;
     let k = &c.keepalived;
+    let server_url = state.reg.server_url();
+    let mode = Mode::derive(state.reg.has_identity(), server_url.is_some());
     json!({
-        "mode": state.mode.as_str(),
-        "serverUrl": c.server_url,
+        "mode": mode.as_str(),
+        "serverUrl": server_url,
         "listenPort": c.listen_port,
         "tls": c.tls.is_some(),
         "enableStatusPage": c.enable_status_page,

@@ -232,10 +232,11 @@ fn status_routes_notify_endpoint_and_clean_stop() {
         k["triggers"],
         serde_json::json!({"poll": 0.0, "fifo": "off", "endpoint": true})
     );
-    assert_eq!(
-        get_json(&a, "/api/status/connection"),
-        serde_json::json!({"connected": false})
-    );
+    let c = get_json(&a, "/api/status/connection");
+    assert_eq!(c["connected"], false);
+    assert_eq!(c["state"], "disconnected");
+    assert_eq!(c["registered"], false, "no identity: nothing is dialled");
+    assert_eq!(c["attempts"], 0);
     assert_eq!(
         get_json(&a, "/api/status/auth"),
         serde_json::json!({"hasAuthToken": false, "statusPage": true})

@@ -1,0 +1,465 @@
+//! One authenticated session with the server, without I/O: the connection thread feeds
+//! it messages, pings, readings and the time, and carries out the `Action`s it returns.
+//!
+//! Owns: the ping deadline (35 s), the reading resend rule (changed apart from counters,
+//! asked for, or 30 s since the last one), and which queued events are out on the wire
+//! (re-offered 1 minute after they went out unacknowledged). Incoming messages go through
+//! one type-to-handler table (`HANDLERS`); an unknown type is dropped.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use vrrp_protocol::{ActivityAck, ActivityEvent, Reading};
+
+use crate::reader::TriggerSource;
+
+pub const PING_DEADLINE: Duration = Duration::from_secs(35);
+pub const RESEND: Duration = Duration::from_secs(30);
+pub const REOFFER: Duration = Duration::from_secs(60);
+/// Events per ACTIVITY message (the queue holds at most 500).
+pub const MAX_BATCH: usize = 500;
+
+/// What the session needs from the activity queue.
+pub trait QueueView {
+    fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent>;
+    fn ack(&self, ids: &[String]) -> usize;
+}
+
+impl QueueView for crate::queue::ActivityQueue {
+    fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
+        self.offer_batch(now, max)
+    }
+    fn ack(&self, ids: &[String]) -> usize {
+        crate::queue::ActivityQueue::ack(self, ids)
+    }
+}
+
+impl QueueView for parking_lot::Mutex<crate::queue::Queue> {
+    fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
+        self.lock().batch(now, max)
+    }
+    fn ack(&self, ids: &[String]) -> usize {
+        self.lock().ack(ids)
+    }
+}
+
+/// What the connection thread does for the session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// One text frame (an envelope).
+    Send(String),
+    /// Ask the reader for a reading; it arrives later through `on_reading`.
+    Read(TriggerSource),
+    /// End the connection (the ladder takes over).
+    Close(String),
+}
+
+/// `{"type": .., "payload": ..}` as one text frame.
+pub fn envelope(kind: &str, payload: Value) -> String {
+    json!({ "type": kind, "payload": payload }).to_string()
+}
+
+/// Splits an incoming frame into (type, payload); `None` when it is not an envelope.
+pub fn parse_envelope(text: &str) -> Option<(String, Value)> {
+    let v: Value = serde_json::from_str(text).ok()?;
+    let kind = v.get("type")?.as_str()?.to_string();
+    let payload = v.get("payload").cloned().unwrap_or(Value::Null);
+    Some((kind, payload))
+}
+
+type Handler = fn(&mut Session, &Value, &Ctx) -> Vec<Action>;
+
+/// Time and queue for one step.
+pub struct Ctx<'a> {
+    pub now: Instant,
+    pub utc: DateTime<Utc>,
+    pub queue: &'a dyn QueueView,
+}
+
+/// Every server message the agent handles, by type. AUTH_SUCCESS belongs to the connect
+/// procedure (it is awaited before a session exists); AUTH_FAILURE is not handled on its
+/// own (the server closes the socket).
+pub const HANDLERS: &[(&str, Handler)] = &[
+    ("REQUEST_STATE_UPDATE", Session::request_state_update),
+    ("ACTIVITY_ACK", Session::activity_ack),
+];
+
+pub struct Session {
+    last_ping: Instant,
+    last_sent: Option<(Arc<Reading>, Instant)>,
+    /// A resend reading was asked for at this time and has not come yet.
+    resend_asked: Option<Instant>,
+    /// Event id → when it last went out unacknowledged.
+    offered: HashMap<String, Instant>,
+}
+
+impl Session {
+    /// AUTH_SUCCESS arrived: read at once, offer the whole queue.
+    pub fn start(ctx: &Ctx) -> (Session, Vec<Action>) {
+        let mut s = Session {
+            last_ping: ctx.now,
+            last_sent: None,
+            resend_asked: None,
+            offered: HashMap::new(),
+        };
+        let mut out = vec![Action::Read(TriggerSource::Connection)];
+        out.extend(s.offer(ctx));
+        (s, out)
+    }
+
+    pub fn on_text(&mut self, text: &str, ctx: &Ctx) -> Vec<Action> {
+        let Some((kind, payload)) = parse_envelope(text) else {
+            log::debug!("server sent a frame that is not a message; dropped");
+            return Vec::new();
+        };
+        match HANDLERS.iter().find(|(k, _)| *k == kind) {
+            Some((_, h)) => h(self, &payload, ctx),
+            None => {
+                log::debug!("server sent an unknown message type {kind:?}; dropped");
+                Vec::new()
+            }
+        }
+    }
+
+    /// A WebSocket ping frame arrived (the pong is tungstenite's job).
+    pub fn on_ping(&mut self, now: Instant) {
+        self.last_ping = now;
+    }
+
+    fn request_state_update(&mut self, _: &Value, _: &Ctx) -> Vec<Action> {
+        vec![Action::Read(TriggerSource::ServerRequest)]
+    }
+
+    fn activity_ack(&mut self, payload: &Value, ctx: &Ctx) -> Vec<Action> {
+        let ack: ActivityAck = match serde_json::from_value(payload.clone()) {
+            Ok(a) => a,
+            Err(e) => {
+                log::debug!("ACTIVITY_ACK without an ids list ({e}); dropped");
+                return Vec::new();
+            }
+        };
+        for id in &ack.ids {
+            self.offered.remove(id);
+        }
+        let n = ctx.queue.ack(&ack.ids);
+        log::debug!(
+            "server acknowledged {} events ({n} dropped from the queue)",
+            ack.ids.len()
+        );
+        Vec::new()
+    }
+
+    /// A reading finished (whatever triggered it). Sent when asked for, when it differs
+    /// from the last one sent apart from counters, or when the last one is 30 s old. New
+    /// events the reading queued go out with it.
+    pub fn on_reading(
+        &mut self,
+        reading: &Arc<Reading>,
+        sources: &[TriggerSource],
+        ctx: &Ctx,
+    ) -> Vec<Action> {
+        let asked = sources.iter().any(|s| {
+            matches!(
+                s,
+                TriggerSource::Connection | TriggerSource::ServerRequest | TriggerSource::Resend
+            )
+        });
+        if sources.contains(&TriggerSource::Resend) {
+            self.resend_asked = None;
+        }
+        let mut out = self.offer(ctx);
+        let send = asked
+            || match &self.last_sent {
+                None => true,
+                Some((last, at)) => {
+                    !last.same_apart_from_counters(reading) || ctx.now >= *at + RESEND
+                }
+            };
+        if send {
+            match serde_json::to_value(reading.as_ref()) {
+                Ok(v) => {
+                    out.push(Action::Send(envelope("KEEPALIVED_UPDATE", v)));
+                    self.last_sent = Some((reading.clone(), ctx.now));
+                }
+                Err(e) => log::error!("reading cannot be encoded: {e}"),
+            }
+        }
+        out
+    }
+
+    /// Deadlines: dead without a ping, resend, re-offer.
+    pub fn on_tick(&mut self, ctx: &Ctx) -> Vec<Action> {
+        if ctx.now >= self.last_ping + PING_DEADLINE {
+            return vec![Action::Close(format!(
+                "no ping from the server within {} s",
+                PING_DEADLINE.as_secs()
+            ))];
+        }
+        let mut out = Vec::new();
+        let resend_due = self
+            .last_sent
+            .as_ref()
+            .is_some_and(|(_, at)| ctx.now >= *at + RESEND);
+        // Ask again if a reading asked for never came (30 s is far beyond any dump wait).
+        let asked_recently = self.resend_asked.is_some_and(|t| ctx.now < t + RESEND);
+        if resend_due && !asked_recently {
+            self.resend_asked = Some(ctx.now);
+            out.push(Action::Read(TriggerSource::Resend));
+        }
+        if self.next_reoffer().is_some_and(|t| ctx.now >= t) {
+            out.extend(self.offer(ctx));
+        }
+        out
+    }
+
+    /// The earliest time `on_tick` has something to do.
+    pub fn next_deadline(&self) -> Instant {
+        let mut t = self.last_ping + PING_DEADLINE;
+        if let Some((_, at)) = &self.last_sent {
+            t = t.min(*at + RESEND);
+        }
+        if let Some(r) = self.next_reoffer() {
+            t = t.min(r);
+        }
+        t
+    }
+
+    fn next_reoffer(&self) -> Option<Instant> {
+        self.offered.values().min().map(|t| *t + REOFFER)
+    }
+
+    /// Offers what is queued and not already out on the wire within the last minute.
+    fn offer(&mut self, ctx: &Ctx) -> Vec<Action> {
+        let events = ctx.queue.offer(ctx.utc, MAX_BATCH);
+        // Forget ids that left the queue some other way (age, size limit).
+        self.offered
+            .retain(|id, _| events.iter().any(|e| &e.id == id));
+        let due: Vec<ActivityEvent> = events
+            .into_iter()
+            .filter(|e| {
+                self.offered
+                    .get(&e.id)
+                    .is_none_or(|t| ctx.now >= *t + REOFFER)
+            })
+            .collect();
+        if due.is_empty() {
+            return Vec::new();
+        }
+        for e in &due {
+            self.offered.insert(e.id.clone(), ctx.now);
+        }
+        log::debug!("offering {} activity events", due.len());
+        vec![Action::Send(envelope("ACTIVITY", json!({ "events": due })))]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::Queue;
+    use parking_lot::Mutex;
+    use vrrp_protocol::{VrrpInstance, VrrpState};
+
+    struct T {
+        q: Mutex<Queue>,
+        t0: Instant,
+        u0: DateTime<Utc>,
+    }
+
+    impl T {
+        fn new() -> T {
+            T {
+                q: Mutex::new(Queue::default()),
+                t0: Instant::now(),
+                u0: Utc::now(),
+            }
+        }
+        fn at(&self, secs: u64) -> Ctx<'_> {
+            Ctx {
+                now: self.t0 + Duration::from_secs(secs),
+                utc: self.u0 + chrono::TimeDelta::seconds(secs as i64),
+                queue: &self.q,
+            }
+        }
+        fn push(&self, id: &str) {
+            self.q.lock().push(ActivityEvent {
+                id: id.into(),
+                occurred_at: self.u0.to_rfc3339(),
+                kind: "vrrp.state_changed".into(),
+                ..Default::default()
+            });
+        }
+    }
+
+    fn sent(actions: &[Action]) -> Vec<(String, Value)> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                Action::Send(t) => parse_envelope(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn offered_ids(actions: &[Action]) -> Vec<String> {
+        sent(actions)
+            .into_iter()
+            .filter(|(k, _)| k == "ACTIVITY")
+            .flat_map(|(_, p)| {
+                p["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e["id"].as_str().unwrap().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    fn reading(state: VrrpState, adverts: u64) -> Arc<Reading> {
+        Arc::new(Reading {
+            collected_at: format!("t{adverts}"),
+            running: true,
+            instances: vec![VrrpInstance {
+                name: "VI_1".into(),
+                state,
+                stats: Some([("advertisements_received".to_string(), adverts)].into()),
+                ..Default::default()
+            }],
+            ..Default::default()
+        })
+    }
+
+    #[test]
+    fn auth_success_reads_at_once_and_offers_the_whole_queue() {
+        let t = T::new();
+        t.push("a");
+        t.push("b");
+        let (_, out) = Session::start(&t.at(0));
+        assert_eq!(out[0], Action::Read(TriggerSource::Connection));
+        assert_eq!(offered_ids(&out), ["a", "b"]);
+    }
+
+    #[test]
+    fn ack_drops_ids_and_unacked_batch_is_offered_again_after_a_minute() {
+        let t = T::new();
+        t.push("a");
+        t.push("b");
+        let (mut s, _) = Session::start(&t.at(0));
+        s.on_text(&envelope("ACTIVITY_ACK", json!({"ids": ["a"]})), &t.at(1));
+        assert_eq!(t.q.lock().len(), 1);
+        // A new event goes out at once, without re-offering "b" before its minute is up.
+        t.push("c");
+        let out = s.on_reading(
+            &reading(VrrpState::Master, 1),
+            &[TriggerSource::Poll],
+            &t.at(2),
+        );
+        assert_eq!(offered_ids(&out), ["c"]);
+        assert!(offered_ids(&s.on_tick(&t.at(59))).is_empty());
+        assert_eq!(
+            s.next_deadline(),
+            t.at(32).now,
+            "the resend (30 s after the reading at 2 s) comes first"
+        );
+        s.on_ping(t.at(30).now);
+        let out = s.on_tick(&t.at(60));
+        assert_eq!(offered_ids(&out), ["b"]);
+        // "c" went out at 2 s: due at 62 s.
+        assert!(offered_ids(&s.on_tick(&t.at(61))).is_empty());
+        assert_eq!(offered_ids(&s.on_tick(&t.at(62))), ["c"]);
+    }
+
+    #[test]
+    fn readings_go_out_when_changed_asked_for_or_30_s_old() {
+        let t = T::new();
+        let (mut s, _) = Session::start(&t.at(0));
+        let kinds = |a: &[Action]| sent(a).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+        let out = s.on_reading(
+            &reading(VrrpState::Master, 1),
+            &[TriggerSource::Connection],
+            &t.at(0),
+        );
+        assert_eq!(kinds(&out), ["KEEPALIVED_UPDATE"]);
+        // Only the counters moved: not sent.
+        let out = s.on_reading(
+            &reading(VrrpState::Master, 2),
+            &[TriggerSource::Poll],
+            &t.at(5),
+        );
+        assert!(kinds(&out).is_empty());
+        // The state changed: sent.
+        let out = s.on_reading(
+            &reading(VrrpState::Backup, 3),
+            &[TriggerSource::Fifo],
+            &t.at(6),
+        );
+        assert_eq!(kinds(&out), ["KEEPALIVED_UPDATE"]);
+        // REQUEST_STATE_UPDATE: a reading is asked for and sent although unchanged.
+        let out = s.on_text(&envelope("REQUEST_STATE_UPDATE", json!({})), &t.at(7));
+        assert_eq!(out, [Action::Read(TriggerSource::ServerRequest)]);
+        let out = s.on_reading(
+            &reading(VrrpState::Backup, 3),
+            &[TriggerSource::ServerRequest],
+            &t.at(7),
+        );
+        assert_eq!(kinds(&out), ["KEEPALIVED_UPDATE"]);
+        // 30 s after the last one the tick asks for a reading, once.
+        s.on_ping(t.at(30).now);
+        assert!(s.on_tick(&t.at(36)).is_empty());
+        assert_eq!(s.on_tick(&t.at(37)), [Action::Read(TriggerSource::Resend)]);
+        assert!(s.on_tick(&t.at(38)).is_empty());
+        let out = s.on_reading(
+            &reading(VrrpState::Backup, 4),
+            &[TriggerSource::Resend],
+            &t.at(38),
+        );
+        assert_eq!(kinds(&out), ["KEEPALIVED_UPDATE"]);
+        // A poll reading 30 s after the last send goes out unchanged too.
+        s.on_ping(t.at(60).now);
+        let out = s.on_reading(
+            &reading(VrrpState::Backup, 5),
+            &[TriggerSource::Poll],
+            &t.at(68),
+        );
+        assert_eq!(kinds(&out), ["KEEPALIVED_UPDATE"]);
+    }
+
+    #[test]
+    fn dead_after_35_s_without_a_ping() {
+        let t = T::new();
+        let (mut s, _) = Session::start(&t.at(0));
+        s.on_ping(t.at(20).now);
+        assert!(!s
+            .on_tick(&t.at(54))
+            .iter()
+            .any(|a| matches!(a, Action::Close(_))));
+        let out = s.on_tick(&t.at(55));
+        assert!(matches!(&out[..], [Action::Close(_)]), "{out:?}");
+    }
+
+    #[test]
+    fn unknown_types_and_junk_are_dropped() {
+        let t = T::new();
+        t.push("a");
+        let (mut s, _) = Session::start(&t.at(0));
+        assert!(s.on_text("not json", &t.at(1)).is_empty());
+        assert!(s
+            .on_text(&envelope("SOMETHING_NEW", json!({"x": 1})), &t.at(1))
+            .is_empty());
+        assert!(s
+            .on_text(&envelope("ACTIVITY_ACK", json!("nope")), &t.at(1))
+            .is_empty());
+        assert!(s.on_text(r#"{"type": 5}"#, &t.at(1)).is_empty());
+        assert_eq!(t.q.lock().len(), 1, "nothing acknowledged");
+        // ACK with unknown extra fields still works.
+        s.on_text(
+            &envelope("ACTIVITY_ACK", json!({"ids": ["a"], "later": true})),
+            &t.at(1),
+        );
+        assert!(t.q.lock().is_empty());
+    }
+}

@@ -1,0 +1,400 @@
+//! Registration through the web UI (`POST /api/register`) and the setup PIN it checks.
+//!
+//! Owns: the PIN guard, whether the register page is open, the identity and server URL
+//! learned at run time. Flow: shape of the form → PIN (constant time; 5 wrong attempts
+//! replace it) → `POST {url}/api/v1/register` → identity.json (atomic) → `serverUrl` in
+//! config if it differs → page closed, PIN dropped → connection told to dial at once.
+//! Every error names its `stage`: `input` (nothing was sent), `server` (nothing answered),
+//! `register` (a server answered and refused). Secrets never reach the log.
+
+use std::path::Path;
+
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+use crate::datadir::{atomic_write, DataDir, Identity};
+use crate::pin::{self, Check, PinGuard};
+use crate::serverapi::{self, Answer};
+
+/// A failed registration: HTTP status, stage, text, and the field for 400s.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegError {
+    pub status: u16,
+    pub stage: &'static str,
+    pub message: String,
+    pub field: Option<&'static str>,
+}
+
+impl RegError {
+    fn input(field: &'static str, message: &str) -> RegError {
+        RegError {
+            status: 400,
+            stage: "input",
+            message: format!("{field}: {message}"),
+            field: Some(field),
+        }
+    }
+
+    pub fn to_json(&self) -> Value {
+        let mut v = json!({ "error": self.message, "stage": self.stage });
+        if let Some(f) = self.field {
+            v["field"] = json!(f);
+        }
+        v
+    }
+}
+
+/// The parsed form.
+#[derive(Debug, PartialEq)]
+pub struct Form {
+    pub url: String,
+    pub token: String,
+    pub pin: String,
+}
+
+/// Shape first, first offending field named: url (http or https with a host), token, pin.
+pub fn parse_form(body: &[u8]) -> Result<Form, RegError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|_| RegError::input("body", "must be a JSON object"))?;
+    let obj = v
+        .as_object()
+        .ok_or_else(|| RegError::input("body", "must be a JSON object"))?;
+    let field = |name: &'static str| -> Result<String, RegError> {
+        match obj.get(name) {
+            Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            Some(Value::String(_)) | None | Some(Value::Null) => {
+                Err(RegError::input(name, "is required"))
+            }
+            Some(_) => Err(RegError::input(name, "must be a string")),
+        }
+    };
+    let url = field("url")?;
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| RegError::input("url", "must be an http or https URL"))?;
+    if rest.is_empty()
+        || rest.starts_with('/')
+        || rest.contains(char::is_whitespace)
+        || rest.contains(['?', '#'])
+    {
+        return Err(RegError::input("url", "must be an http or https URL"));
+    }
+    let token = field("token")?;
+    let pin = field("pin")?;
+    Ok(Form {
+        url: url.trim_end_matches('/').to_string(),
+        token,
+        pin,
+    })
+}
+
+/// Reads the server's answer to the register call.
+pub fn read_answer(answer: Answer) -> Result<Identity, RegError> {
+    match answer {
+        Answer::Nothing(e) => Err(RegError {
+            status: 502,
+            stage: "server",
+            message: format!("No server answered at this URL: {e}"),
+            field: None,
+        }),
+        Answer::Status(s, body) if (200..300).contains(&s) => {
+            let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+            match (v["clientId"].as_str(), v["token"].as_str()) {
+                (Some(id), Some(tok)) if !id.is_empty() && !tok.is_empty() => Ok(Identity {
+                    client_id: id.to_string(),
+                    auth_token: tok.to_string(),
+                }),
+                _ => Err(RegError {
+                    status: 502,
+                    stage: "register",
+                    message: format!(
+                        "The server answered {s} without a clientId and token; is this a vrrp-monitor server?"
+                    ),
+                    field: None,
+                }),
+            }
+        }
+        Answer::Status(s, body) => {
+            let why = serde_json::from_str::<Value>(&body)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_string))
+                .unwrap_or_else(|| format!("HTTP {s}"));
+            Err(RegError {
+                // The refusal keeps a client-error status; a server failure is a 502.
+                status: if (400..500).contains(&s) { 400 } else { 502 },
+                stage: "register",
+                message: format!("The server refused the registration: {why}"),
+                field: None,
+            })
+        }
+    }
+}
+
+/// Writes `serverUrl` into the config file when it differs (creating the file if there
+/// is none). Returns whether it wrote.
+pub fn write_server_url(config_path: &Path, url: &str) -> Result<bool, String> {
+    let text = match std::fs::read_to_string(config_path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", config_path.display())),
+    };
+    let mut v: serde_yaml_ng::Value = if text.trim().is_empty() {
+        serde_yaml_ng::Value::Mapping(Default::default())
+    } else {
+        serde_yaml_ng::from_str(&text).map_err(|e| format!("config does not parse: {e}"))?
+    };
+    let m = v
+        .as_mapping_mut()
+        .ok_or("the config file is not a mapping")?;
+    if m.get("serverUrl").and_then(|u| u.as_str()) == Some(url) {
+        return Ok(false);
+    }
+    m.insert("serverUrl".into(), url.into());
+    let out = serde_yaml_ng::to_string(&v).map_err(|e| e.to_string())?;
+    atomic_write(config_path, out.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+    Ok(true)
+}
+
+struct Inner {
+    pins: PinGuard,
+    open: bool,
+    identity: Option<Identity>,
+    server_url: Option<String>,
+}
+
+/// Shared between the web handlers and start-up. The flow lock serialises registrations
+/// so two correct forms cannot create two clients.
+pub struct RegShared {
+    inner: Mutex<Inner>,
+    flow: Mutex<()>,
+    /// Scheme and port for a repeated PIN log block.
+    scheme: &'static str,
+    port: u16,
+    outbound_hint: bool,
+}
+
+/// What a successful registration produced.
+pub struct Registered {
+    pub identity: Identity,
+    pub url: String,
+    pub warning: Option<String>,
+}
+
+impl RegShared {
+    pub fn new(
+        pin: Option<pin::Pin>,
+        open: bool,
+        identity: Option<Identity>,
+        server_url: Option<String>,
+        scheme: &'static str,
+        port: u16,
+        outbound_hint: bool,
+    ) -> RegShared {
+        RegShared {
+            inner: Mutex::new(Inner {
+                pins: PinGuard::new(pin),
+                open,
+                identity,
+                server_url,
+            }),
+            flow: Mutex::new(()),
+            scheme,
+            port,
+            outbound_hint,
+        }
+    }
+
+    pub fn page_open(&self) -> bool {
+        self.inner.lock().open
+    }
+
+    pub fn has_identity(&self) -> bool {
+        self.inner.lock().identity.is_some()
+    }
+
+    pub fn server_url(&self) -> Option<String> {
+        self.inner.lock().server_url.clone()
+    }
+
+    /// The PIN log block (once the web server listens, and after a replacement).
+    pub fn log_pin(&self) {
+        let inner = self.inner.lock();
+        if let Some(p) = inner.pins.current() {
+            for l in pin::log_lines(p, self.scheme, self.port, inner.open, self.outbound_hint) {
+                log::info!("{l}");
+            }
+        }
+    }
+
+    /// One PIN attempt (either route).
+    pub fn check_pin(&self, input: &str) -> Result<(), RegError> {
+        let check = self.inner.lock().pins.check(input, &mut rand::thread_rng());
+        match check {
+            Check::Ok => Ok(()),
+            Check::Wrong { left } => {
+                log::warn!("Wrong setup PIN ({left} attempts left before it is replaced)");
+                Err(wrong_pin())
+            }
+            Check::Replaced(_) => {
+                log::warn!("5 wrong setup PIN attempts: the PIN is replaced");
+                self.log_pin();
+                Err(wrong_pin())
+            }
+            Check::NoPin => Err(wrong_pin()),
+        }
+    }
+
+    /// The whole web registration. `None`: the page is closed (404).
+    pub fn register(
+        &self,
+        body: &[u8],
+        hostname: &str,
+        insecure: bool,
+        dir: &DataDir,
+        config_path: &Path,
+    ) -> Option<Result<Registered, RegError>> {
+        let _flow = self.flow.lock();
+        if !self.page_open() {
+            return None;
+        }
+        Some(self.register_open(body, hostname, insecure, dir, config_path))
+    }
+
+    fn register_open(
+        &self,
+        body: &[u8],
+        hostname: &str,
+        insecure: bool,
+        dir: &DataDir,
+        config_path: &Path,
+    ) -> Result<Registered, RegError> {
+        let form = parse_form(body)?;
+        self.check_pin(&form.pin)?;
+        log::info!("Registering with {} as {hostname}", form.url);
+        let identity = read_answer(serverapi::register(
+            &form.url,
+            &form.token,
+            hostname,
+            insecure,
+        ))
+        .inspect_err(|e| log::warn!("Registration with {} failed: {}", form.url, e.message))?;
+        let mut warnings = Vec::new();
+        if let Err(e) = dir.save_identity(&identity) {
+            log::error!("Registered, but identity.json could not be written: {e}");
+            warnings.push(format!(
+                "identity.json could not be written ({e}): the agent is connected now but will come back unregistered after a restart"
+            ));
+        }
+        match write_server_url(config_path, &form.url) {
+            Ok(true) => log::info!("serverUrl written to {}", config_path.display()),
+            Ok(false) => {}
+            Err(e) => {
+                log::error!("Registered, but serverUrl could not be written: {e}");
+                warnings.push(format!(
+                    "serverUrl could not be written to the config file ({e}): after a restart the agent will not know its server"
+                ));
+            }
+        }
+        {
+            let mut inner = self.inner.lock();
+            inner.pins.drop_pin();
+            inner.open = false;
+            inner.identity = Some(identity.clone());
+            inner.server_url = Some(form.url.clone());
+        }
+        log::info!(
+            "Registered with {} as client {}; the register page is closed",
+            form.url,
+            identity.client_id
+        );
+        Ok(Registered {
+            identity,
+            url: form.url,
+            warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+        })
+    }
+}
+
+fn wrong_pin() -> RegError {
+    RegError {
+        status: 403,
+        stage: "input",
+        message: "Wrong setup PIN".into(),
+        field: Some("pin"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn form_shape_names_the_first_offending_field() {
+        let e = |b: &str| parse_form(b.as_bytes()).unwrap_err();
+        assert_eq!(e("nope").field, Some("body"));
+        assert_eq!(e("[]").field, Some("body"));
+        assert_eq!(e(r#"{"token":"t","pin":"p"}"#).field, Some("url"));
+        assert_eq!(
+            e(r#"{"url":"ftp://x","token":"t","pin":"p"}"#).field,
+            Some("url")
+        );
+        assert_eq!(
+            e(r#"{"url":"http://","token":"t","pin":"p"}"#).field,
+            Some("url")
+        );
+        assert_eq!(
+            e(r#"{"url":"http://h","token":5,"pin":"p"}"#).field,
+            Some("token")
+        );
+        assert_eq!(e(r#"{"url":"http://h","token":"t"}"#).field, Some("pin"));
+        for err in [e("nope"), e(r#"{"url":"ftp://x"}"#)] {
+            assert_eq!((err.status, err.stage), (400, "input"));
+        }
+        let f = parse_form(br#"{"url":" https://mon:3010/ ","token":"t","pin":"ab-cd"}"#).unwrap();
+        assert_eq!(f.url, "https://mon:3010");
+    }
+
+    #[test]
+    fn answers_map_to_stages() {
+        let e = read_answer(Answer::Nothing("refused".into())).unwrap_err();
+        assert_eq!((e.status, e.stage), (502, "server"));
+        let e =
+            read_answer(Answer::Status(400, r#"{"error":"Invalid token"}"#.into())).unwrap_err();
+        assert_eq!((e.status, e.stage), (400, "register"));
+        assert!(e.message.contains("Invalid token"));
+        let e = read_answer(Answer::Status(500, "oops".into())).unwrap_err();
+        assert_eq!((e.status, e.stage), (502, "register"));
+        let e = read_answer(Answer::Status(200, "<html>".into())).unwrap_err();
+        assert_eq!(e.stage, "register");
+        let id = read_answer(Answer::Status(
+            200,
+            r#"{"clientId":"c","token":"t","x":1}"#.into(),
+        ))
+        .unwrap();
+        assert_eq!((id.client_id.as_str(), id.auth_token.as_str()), ("c", "t"));
+    }
+
+    #[test]
+    fn server_url_written_only_when_it_differs() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("config.yaml");
+        assert!(write_server_url(&p, "http://a").unwrap(), "created");
+        assert!(!write_server_url(&p, "http://a").unwrap());
+        std::fs::write(
+            &p,
+            "logLevel: debug\nserverUrl: http://a\nkeepalived:\n  pollInterval: 2\n",
+        )
+        .unwrap();
+        assert!(write_server_url(&p, "http://b").unwrap());
+        let t = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            t.starts_with("logLevel: debug\nserverUrl: http://b\n"),
+            "{t}"
+        );
+        assert!(t.contains("pollInterval: 2"));
+        std::fs::write(&p, "- a list\n").unwrap();
+        assert!(write_server_url(&p, "http://b").is_err());
+    }
+}

@@ -1,0 +1,296 @@
+//! Shared by the agent's end-to-end tests: the real `vrrp-monitor` binary (built beside
+//! `vrrp-agent` by `cargo build --workspace --bins`), HTTP with a session cookie, and a
+//! dashboard socket.
+#![allow(dead_code)]
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub const ADMIN_PASSWORD: &str = "agent-e2e-admin-pw";
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// The server binary beside the agent's; a clear failure when it was not built.
+pub fn server_binary() -> PathBuf {
+    let p = Path::new(env!("CARGO_BIN_EXE_vrrp-agent")).with_file_name("vrrp-monitor");
+    assert!(
+        p.exists(),
+        "{} is missing: the agent's end-to-end tests need the server binary; run `cargo build --workspace --bins` (scripts/test.sh does) before the tests",
+        p.display()
+    );
+    p
+}
+
+pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(secs),
+            "timed out after {secs} s waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+pub fn http() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(20)))
+        .max_redirects(0)
+        .build()
+        .into()
+}
+
+/// (status, Location header, body as JSON or as a string).
+pub fn request(
+    method: &str,
+    url: &str,
+    cookie: Option<&str>,
+    body: Option<&Value>,
+) -> (u16, Option<String>, Value) {
+    let h = http();
+    let mut resp = match (method, body) {
+        ("GET", _) => {
+            let mut r = h.get(url);
+            if let Some(c) = cookie {
+                r = r.header("Cookie", &format!("svc_session={c}"));
+            }
+            r.call()
+        }
+        (_, b) => {
+            let mut r = h.post(url);
+            if let Some(c) = cookie {
+                r = r.header("Cookie", &format!("svc_session={c}"));
+            }
+            match b {
+                Some(b) => r.send_json(b),
+                None => r.send_empty(),
+            }
+        }
+    }
+    .unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+    let status = resp.status().as_u16();
+    let loc = resp
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let text = resp.body_mut().read_to_string().unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    (status, loc, body)
+}
+
+/// The real server on a fixed port with its own data directory; restartable.
+pub struct Server {
+    pub child: Option<Child>,
+    pub port: u16,
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    /// Where it listens (`127.0.0.1` here, the lab's switch address there).
+    pub host: String,
+    /// Prefix for running it elsewhere (`ip netns exec <ns>`).
+    pub wrap: Vec<String>,
+    pub log: PathBuf,
+}
+
+impl Server {
+    pub fn new(dir: &Path, bin: PathBuf, host: &str, wrap: &[&str]) -> Server {
+        fs::create_dir_all(dir).unwrap();
+        Server {
+            child: None,
+            port: free_port(),
+            dir: dir.to_path_buf(),
+            bin,
+            host: host.to_string(),
+            wrap: wrap.iter().map(|s| s.to_string()).collect(),
+            log: dir.join("server.log"),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}:{}", self.host, self.port)
+    }
+
+    pub fn start(&mut self) {
+        let (prog, args): (PathBuf, Vec<String>) = match self.wrap.split_first() {
+            Some((p, rest)) => {
+                let mut a: Vec<String> = rest.to_vec();
+                a.push(self.bin.display().to_string());
+                (PathBuf::from(p), a)
+            }
+            None => (self.bin.clone(), Vec::new()),
+        };
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .unwrap();
+        let child = Command::new(prog)
+            .args(args)
+            .env("SVC_SERVER_DATA_DIR", self.dir.join("data"))
+            .env("SVC_SERVER_PORT", self.port.to_string())
+            .env("SVC_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("LOG_FORMAT", "json")
+            .env("LOG_LEVEL", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        wait_for("the server to answer", 30, || {
+            http()
+                .get(&format!("{}/api/v1/ping", self.local_url()))
+                .call()
+                .ok()
+                .filter(|r| r.status() == 200)
+        });
+    }
+
+    /// Where this process reaches it (the same address here; tests in the lab reach
+    /// the switch namespace through their own route).
+    pub fn local_url(&self) -> String {
+        self.url()
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(c.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            let t0 = Instant::now();
+            while c.try_wait().ok().flatten().is_none() {
+                if t0.elapsed() > Duration::from_secs(10) {
+                    let _ = c.kill();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.wait();
+        }
+    }
+
+    pub fn admin(&self) -> String {
+        let resp = http()
+            .post(&format!("{}/api/login", self.local_url()))
+            .send_json(json!({ "username": "admin", "password": ADMIN_PASSWORD }))
+            .unwrap();
+        assert_eq!(resp.status(), 200, "admin login");
+        resp.headers()
+            .get_all("set-cookie")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find_map(|c| c.strip_prefix("svc_session="))
+            .and_then(|c| c.split(';').next())
+            .expect("session cookie")
+            .to_string()
+    }
+
+    pub fn token(&self, admin: &str) -> String {
+        let (s, _, b) = request(
+            "POST",
+            &format!("{}/api/v1/tokens", self.local_url()),
+            Some(admin),
+            Some(&json!({})),
+        );
+        assert_eq!(s, 200, "{b}");
+        b["token"].as_str().unwrap().to_string()
+    }
+
+    pub fn get(&self, admin: &str, path: &str) -> Value {
+        let (s, _, b) = request(
+            "GET",
+            &format!("{}{path}", self.local_url()),
+            Some(admin),
+            None,
+        );
+        assert_eq!(s, 200, "GET {path}: {b}");
+        b
+    }
+
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// A dashboard socket (session cookie), reading with a short timeout.
+    pub fn dashboard(&self, admin: &str) -> Dashboard {
+        use tungstenite::client::IntoClientRequest;
+        let addr = format!("{}:{}", self.host, self.port);
+        let stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let mut req = format!("ws://{addr}/ws/dashboard")
+            .into_client_request()
+            .unwrap();
+        req.headers_mut()
+            .insert("Cookie", format!("svc_session={admin}").parse().unwrap());
+        let (ws, _) = tungstenite::client(req, stream).expect("dashboard socket");
+        Dashboard { ws }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+pub struct Dashboard {
+    pub ws: tungstenite::WebSocket<std::net::TcpStream>,
+}
+
+impl Dashboard {
+    /// Next message of `kind` whose payload satisfies `f`, within `secs`.
+    pub fn wait(&mut self, kind: &str, secs: u64, mut f: impl FnMut(&Value) -> bool) -> Value {
+        let t0 = Instant::now();
+        loop {
+            assert!(
+                t0.elapsed() < Duration::from_secs(secs),
+                "no {kind} on the dashboard within {secs} s"
+            );
+            match self.ws.read() {
+                Ok(tungstenite::Message::Text(t)) => {
+                    let v: Value = serde_json::from_str(&t).unwrap();
+                    if v["type"] == kind && f(&v["payload"]) {
+                        return v["payload"].clone();
+                    }
+                }
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => panic!("dashboard socket: {e}"),
+            }
+        }
+    }
+}
+
+/// An activity event in the agent's wire shape (for a preloaded queue.json).
+pub fn event(id: &str, occurred_at: &str) -> Value {
+    json!({
+        "id": id,
+        "occurredAt": occurred_at,
+        "kind": "vrrp.state_changed",
+        "level": "info",
+        "correlationId": null,
+        "subject": {"instanceName": "VI_1", "vrid": 51, "interface": "eth0"},
+        "data": {"from": "BACKUP", "to": "MASTER", "priority": 100, "effectivePriority": 100, "previousPriority": 100, "previousEffectivePriority": 100},
+    })
+}
