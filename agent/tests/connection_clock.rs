@@ -1,0 +1,455 @@
+//! The connection thread on a driven clock against a fake server that speaks the real
+//! protocol over a real socket (it can misbehave as the real server cannot: stay silent
+//! during the handshake, never ping). No test sleeps for a spec interval: the clock is
+//! advanced, and the thread notices on its next short tick.
+
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+use tungstenite::Message;
+use vrrp_agent::clock::{Clock, ManualClock};
+use vrrp_agent::config::Secret;
+use vrrp_agent::connection::{self, ConnInbox, ConnState, ConnStatus, SharedConn, Target};
+use vrrp_agent::queue::Queue;
+use vrrp_agent::reader::{ReaderMsg, ReadingNote, Trigger};
+use vrrp_protocol::{ActivityEvent, Reading};
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Accepts TCP and never answers the upgrade.
+    Silent,
+    /// Upgrades, answers AUTH with AUTH_SUCCESS, never pings on its own.
+    Auth,
+}
+
+#[derive(Debug)]
+enum Seen {
+    Accepted,
+    Uri(String),
+    Msg(Value),
+    Pong,
+}
+
+struct Fake {
+    port: u16,
+    seen: Receiver<Seen>,
+    /// Seen while waiting for a pong, handed out by `next` first.
+    kept: Mutex<std::collections::VecDeque<Seen>>,
+    /// Frames to send on the current connection.
+    out: Arc<Mutex<Option<Sender<Message>>>>,
+}
+
+impl Fake {
+    fn start(mode: Mode) -> Fake {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mode = Arc::new(Mutex::new(mode));
+        let (tx, seen) = crossbeam_channel::unbounded();
+        let out = Arc::new(Mutex::new(None));
+        let (m, o) = (mode.clone(), out.clone());
+        thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(s) = s else { return };
+                let _ = tx.send(Seen::Accepted);
+                let (mode, tx, o) = (*m.lock(), tx.clone(), o.clone());
+                thread::spawn(move || serve(s, mode, tx, o));
+            }
+        });
+        Fake {
+            port,
+            seen,
+            kept: Mutex::default(),
+            out,
+        }
+    }
+
+    fn next(&self, within: Duration) -> Option<Seen> {
+        if let Some(s) = self.kept.lock().pop_front() {
+            return Some(s);
+        }
+        self.seen.recv_timeout(within).ok()
+    }
+
+    /// The next event that is a message of `kind`.
+    fn msg(&self, kind: &str) -> Value {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            match self.next(Duration::from_millis(100)) {
+                Some(Seen::Msg(v)) if v["type"] == kind => return v["payload"].clone(),
+                Some(other) => {
+                    eprintln!("fake server, skipped while waiting for {kind}: {other:?}")
+                }
+                None => {}
+            }
+        }
+        panic!("no {kind} at the fake server");
+    }
+
+    fn expect_accept(&self) {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(10) {
+            if let Some(Seen::Accepted) = self.next(Duration::from_millis(100)) {
+                return;
+            }
+        }
+        panic!("the agent did not dial");
+    }
+
+    /// Nothing dialled for a while (real time, far below any spec interval).
+    fn expect_no_accept(&self) {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(300) {
+            if let Some(Seen::Accepted) = self.next(Duration::from_millis(50)) {
+                panic!("the agent dialled too early");
+            }
+        }
+    }
+
+    /// A ping frame, and its pong back (so the agent has seen it at the current time).
+    fn ping(&self) {
+        self.send(Message::Ping(vec![1].into()));
+        let t0 = Instant::now();
+        loop {
+            // Only the channel: what arrives meanwhile is kept for later.
+            match self.seen.recv_timeout(Duration::from_millis(100)) {
+                Ok(Seen::Pong) => return,
+                Ok(other) => self.kept.lock().push_back(other),
+                Err(_) => {}
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "no pong");
+        }
+    }
+
+    fn send(&self, m: Message) {
+        self.out.lock().as_ref().unwrap().send(m).unwrap();
+    }
+}
+
+#[allow(clippy::result_large_err)] // tungstenite's callback signature
+fn serve(s: TcpStream, mode: Mode, tx: Sender<Seen>, out: Arc<Mutex<Option<Sender<Message>>>>) {
+    if mode == Mode::Silent {
+        // Hold the socket open without a word until the agent gives up.
+        let mut buf = [0u8; 1024];
+        let mut s = s;
+        while std::io::Read::read(&mut s, &mut buf).is_ok_and(|n| n > 0) {}
+        return;
+    }
+    let uri = Arc::new(Mutex::new(String::new()));
+    let u = uri.clone();
+    let cb = move |req: &tungstenite::handshake::server::Request,
+                   resp: tungstenite::handshake::server::Response| {
+        *u.lock() = req.uri().to_string();
+        Ok(resp)
+    };
+    let Ok(mut ws) = tungstenite::accept_hdr(s, cb) else {
+        return;
+    };
+    let _ = tx.send(Seen::Uri(uri.lock().clone()));
+    let (otx, orx) = crossbeam_channel::unbounded();
+    *out.lock() = Some(otx);
+    ws.get_ref()
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    loop {
+        for m in orx.try_iter() {
+            if ws.send(m).is_err() {
+                return;
+            }
+        }
+        match ws.read() {
+            Ok(Message::Text(t)) => {
+                let v: Value = serde_json::from_str(&t).unwrap();
+                if v["type"] == "AUTH" {
+                    ws.send(Message::text(
+                        json!({"type": "AUTH_SUCCESS", "payload": {"clientId": "c1", "lastSyncTime": null}})
+                            .to_string(),
+                    ))
+                    .unwrap();
+                }
+                let _ = tx.send(Seen::Msg(v));
+            }
+            Ok(Message::Pong(_)) => {
+                let _ = tx.send(Seen::Pong);
+            }
+            Ok(Message::Close(_)) => return,
+            Ok(_) => {}
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+struct Rig {
+    clock: Arc<ManualClock>,
+    inbox: ConnInbox,
+    status: SharedConn,
+    queue: Arc<Mutex<Queue>>,
+    handle: Option<connection::ConnHandle>,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            h.stop();
+        }
+    }
+}
+
+impl Rig {
+    /// The connection thread with a driven clock, a fixed jitter of 0.5 (1.5 s), and a
+    /// stand-in for the reader thread that answers every trigger with a reading.
+    fn start(port: u16, events: &[&str]) -> Rig {
+        let clock = ManualClock::new();
+        let mut q = Queue::default();
+        for id in events {
+            q.push(ActivityEvent {
+                id: id.to_string(),
+                occurred_at: clock.utc().to_rfc3339(),
+                kind: "vrrp.state_changed".into(),
+                ..Default::default()
+            });
+        }
+        let queue = Arc::new(Mutex::new(q));
+        let status: SharedConn = Arc::new(parking_lot::RwLock::new(ConnStatus::default()));
+        let (inbox, rx) = connection::inbox().unwrap();
+        let (ttx, trx) = crossbeam_channel::unbounded::<ReaderMsg>();
+        let notes = inbox.clone();
+        thread::spawn(move || {
+            while let Ok(m) = trx.recv() {
+                if let ReaderMsg::Read { source, .. } = m {
+                    notes.note(ReadingNote {
+                        reading: Arc::new(Reading {
+                            collected_at: "2026-11-21T00:00:00.000Z".into(),
+                            ..Default::default()
+                        }),
+                        sources: vec![source],
+                    });
+                }
+            }
+        });
+        let handle = connection::spawn(
+            connection::Deps {
+                target: Some(Target {
+                    base_url: format!("http://127.0.0.1:{port}"),
+                    client_id: "c1".into(),
+                    token: Secret::new("tok-secret-123".into()),
+                    allow_self_signed: false,
+                }),
+                hostname: "test-host".into(),
+                version: "9.9.9-test".into(),
+                clock: clock.clone(),
+                jitter: Box::new(|| 0.5),
+                queue: queue.clone(),
+                trigger: Trigger::from_sender(ttx),
+                status: status.clone(),
+            },
+            inbox.clone(),
+            rx,
+        )
+        .unwrap();
+        Rig {
+            clock,
+            inbox,
+            status,
+            queue,
+            handle: Some(handle),
+        }
+    }
+
+    fn advance_ms(&self, ms: u64) {
+        self.clock.advance(Duration::from_millis(ms));
+    }
+
+    fn wait_state(&self, s: ConnState) -> ConnStatus {
+        let t0 = Instant::now();
+        loop {
+            let st = self.status.read().clone();
+            if st.state == s {
+                return st;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "never {s:?}: {st:?}"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The state stays `s` for a while (real time) although the thread is ticking.
+    fn stays(&self, s: ConnState) {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(300) {
+            assert_eq!(self.status.read().state, s);
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits until the thread has scheduled its next attempt after a failure.
+    fn wait_scheduled(&self) -> Instant {
+        let t0 = Instant::now();
+        loop {
+            let st = self.status.read().clone();
+            if let (ConnState::Disconnected, Some(at)) = (st.state, st.next_attempt) {
+                return at;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "no attempt scheduled: {st:?}"
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+#[test]
+fn handshake_timeout_then_the_ladder_5_10_30_60_plus_jitter() {
+    let fake = Fake::start(Mode::Silent);
+    let rig = Rig::start(fake.port, &[]);
+    fake.expect_accept();
+    rig.wait_state(ConnState::Connecting);
+    rig.advance_ms(4_900);
+    rig.stays(ConnState::Connecting);
+    rig.advance_ms(100);
+    let at = rig.wait_scheduled();
+    let st = rig.status.read().clone();
+    assert!(st.last_error.as_deref().unwrap().contains("5 s"), "{st:?}");
+    assert_eq!(at - rig.clock.now(), Duration::from_millis(6_500));
+    // Each wait is exactly its step plus the 1.5 s jitter, then the handshake times out.
+    for step in [6_500u64, 11_500, 31_500, 61_500, 61_500] {
+        let at = rig.wait_scheduled();
+        assert_eq!(
+            at - rig.clock.now(),
+            Duration::from_millis(step),
+            "step {step}"
+        );
+        rig.advance_ms(step - 100);
+        fake.expect_no_accept();
+        rig.advance_ms(100);
+        fake.expect_accept();
+        rig.wait_state(ConnState::Connecting);
+        rig.advance_ms(5_000);
+    }
+    assert_eq!(rig.status.read().attempts, 6);
+}
+
+#[test]
+fn a_manual_connect_replaces_the_queued_attempt_and_waits_for_the_handshake() {
+    let fake = Fake::start(Mode::Silent);
+    let rig = Rig::start(fake.port, &[]);
+    fake.expect_accept();
+    rig.wait_state(ConnState::Connecting);
+    rig.advance_ms(5_000);
+    rig.wait_scheduled(); // queued at +6.5 s
+                          // Two callers at once: one dial, both answered by it.
+    let (i1, i2) = (rig.inbox.clone(), rig.inbox.clone());
+    let c1 = thread::spawn(move || i1.connect(Duration::from_secs(20)));
+    fake.expect_accept();
+    rig.wait_state(ConnState::Connecting);
+    let c2 = thread::spawn(move || i2.connect(Duration::from_secs(20)));
+    fake.expect_no_accept();
+    rig.advance_ms(5_000);
+    for c in [c1, c2] {
+        let r = c.join().unwrap();
+        assert!(!r.connected && r.error.unwrap().contains("5 s"));
+    }
+    // One timer: the replaced attempt (+6.5 s) never fires; the ladder's next (+11.5 s) does.
+    let at = rig.wait_scheduled();
+    assert_eq!(at - rig.clock.now(), Duration::from_millis(11_500));
+    rig.advance_ms(6_500);
+    fake.expect_no_accept();
+    rig.advance_ms(5_000);
+    fake.expect_accept();
+    assert_eq!(rig.status.read().attempts, 3);
+}
+
+#[test]
+fn auth_reading_activity_ack_and_dead_after_35_s_without_a_ping() {
+    let fake = Fake::start(Mode::Auth);
+    let rig = Rig::start(fake.port, &["ev-1", "ev-2"]);
+    fake.expect_accept();
+    let Some(Seen::Uri(uri)) = fake.next(Duration::from_secs(10)) else {
+        panic!("no upgrade")
+    };
+    assert_eq!(uri, "/ws/agent?clientId=c1&token=tok-secret-123");
+    let auth = fake.msg("AUTH");
+    assert_eq!(
+        auth,
+        json!({"hostname": "test-host", "version": "9.9.9-test", "capabilities": ["vrrp"]})
+    );
+    rig.wait_state(ConnState::Connected);
+    // The whole queue is offered and an immediate reading is sent.
+    let batch = fake.msg("ACTIVITY");
+    let ids: Vec<_> = batch["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, ["ev-1", "ev-2"]);
+    fake.msg("KEEPALIVED_UPDATE");
+    fake.send(Message::text(
+        json!({"type": "ACTIVITY_ACK", "payload": {"ids": ["ev-1"]}}).to_string(),
+    ));
+    let t0 = Instant::now();
+    while rig.queue.lock().len() != 1 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "ack not applied");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // REQUEST_STATE_UPDATE: read and sent although unchanged.
+    fake.send(Message::text(
+        json!({"type": "REQUEST_STATE_UPDATE", "payload": {}}).to_string(),
+    ));
+    fake.msg("KEEPALIVED_UPDATE");
+    // A ping at 20 s moves the deadline to 55 s; the pong goes back.
+    rig.advance_ms(20_000);
+    fake.ping();
+    // 30 s after the first reading the unchanged reading goes out again.
+    rig.advance_ms(10_000);
+    fake.msg("KEEPALIVED_UPDATE");
+    // "ev-2" went out at 0 s unacknowledged: offered again at 60 s, but the ping
+    // deadline (55 s) comes first.
+    rig.advance_ms(24_900);
+    rig.stays(ConnState::Connected);
+    rig.advance_ms(100);
+    let at = rig.wait_scheduled();
+    let st = rig.status.read().clone();
+    assert!(
+        st.last_error.as_deref().unwrap().contains("no ping"),
+        "{st:?}"
+    );
+    // The ladder restarted at AUTH_SUCCESS: the first wait is 5 s + jitter.
+    assert_eq!(at - rig.clock.now(), Duration::from_millis(6_500));
+    rig.advance_ms(6_500);
+    fake.expect_accept();
+    rig.wait_state(ConnState::Connected);
+    let batch = fake.msg("ACTIVITY");
+    assert_eq!(batch["events"][0]["id"], "ev-2", "re-offered on reconnect");
+}
+
+#[test]
+fn unacknowledged_batch_is_offered_again_after_one_minute() {
+    let fake = Fake::start(Mode::Auth);
+    let rig = Rig::start(fake.port, &["ev-a"]);
+    rig.wait_state(ConnState::Connected);
+    assert_eq!(fake.msg("ACTIVITY")["events"][0]["id"], "ev-a");
+    fake.msg("KEEPALIVED_UPDATE");
+    rig.advance_ms(30_000);
+    fake.ping();
+    // The 30 s resend, not an offer: "ev-a" is not due before 60 s.
+    fake.msg("KEEPALIVED_UPDATE");
+    rig.advance_ms(29_900);
+    fake.ping();
+    rig.advance_ms(100);
+    // At 60 s: offered again, on the same connection.
+    assert_eq!(fake.msg("ACTIVITY")["events"][0]["id"], "ev-a");
+    assert_eq!(rig.status.read().attempts, 1);
+}
