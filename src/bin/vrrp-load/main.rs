@@ -9,6 +9,8 @@
 //! vrrp-load agents ADDR --token T --agents N [--seconds 20] [--interval-ms 1000] [--server-pid PID]
 //!     registers N agents, connects each over the agent protocol and sends a reading
 //!     every interval; a dashboard socket measures reading-to-dashboard latency
+//! vrrp-load activity ADDR --token T [--seconds 10] [--every-ms 10]
+//!     one agent sending an ACTIVITY event every few ms; prints how long each ACK took
 //! ```
 
 mod agents;
@@ -24,6 +26,7 @@ fn main() -> ExitCode {
         Some("http") => http(&args[1..]),
         Some("idle") => idle(&args[1..]),
         Some("agents") => agents::run(&args[1..]),
+        Some("activity") => agents::activity(&args[1..]),
         _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
     };
     match result {

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Benchmark of activity cleanup (issue 7): stores 1,000,000 old activity events,
+# runs the notification cleanup while an agent keeps sending events, and prints the
+# cleanup time and the longest time an event waited for its acknowledgement
+# (the ingest stall). Loopback only.   scripts/bench-cleanup.sh [EVENTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+events=${1:-1000000}
+cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+data=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+password=bench-password-123
+SVC_SERVER_DATA_DIR="$data" SVC_SERVER_PORT="$port" SVC_ADMIN_PASSWORD="$password" LOG_LEVEL=warn \
+  target/release/vrrp-monitor 2>"$data/server.log" &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/api/v1/ping" >/dev/null && break; sleep 0.05; done
+python3 - "$data/vrrp-monitor.db" "$events" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=30)
+n = int(sys.argv[2])
+db.execute("BEGIN")
+db.executemany("INSERT INTO activity (id, occurred_at, received_at, source, kind, level) VALUES (?, ?, ?, 'agent', 'vrrp.state_changed', 'info')",
+               ((f"old-{i}", f"2025-01-01T00:00:{i % 60:02d}.000Z", "2025-01-01T00:00:00.000Z") for i in range(n)))
+db.commit()
+print(f"stored {n} old activity events")
+PY
+token=$(curl -s -i -X POST "http://127.0.0.1:$port/api/login" -H 'content-type: application/json' \
+  -d "{\"username\":\"admin\",\"password\":\"$password\"}" | sed -n 's/^set-cookie: svc_session=\([^;]*\).*/\1/ip')
+curl -s -X PUT "http://127.0.0.1:$port/api/v1/settings/cleanup" -H "cookie: svc_session=$token" \
+  -H 'content-type: application/json' -d '{"notification_retention_count": "500"}' >/dev/null
+target/release/vrrp-load activity "127.0.0.1:$port" --token "$token" --seconds 25 --every-ms 5 > "$data/probe.out" &
+probe=$!
+sleep 1
+start=$(date +%s.%N)
+result=$(curl -s -X POST "http://127.0.0.1:$port/api/v1/settings/cleanup/notifications" -H "cookie: svc_session=$token")
+end=$(date +%s.%N)
+echo "cleanup answer: $result"
+python3 -c "print(f'cleanup time: {$end - $start:.2f} s')"
+# The probe covers 25 s from just before the cleanup: its stall figure spans it.
+wait $probe
+cat "$data/probe.out"
