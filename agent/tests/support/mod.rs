@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod lab;
+
 pub const ADMIN_PASSWORD: &str = "agent-e2e-admin-pw";
 
 pub fn free_port() -> u16 {

@@ -1,0 +1,132 @@
+//! A lab of ../shared/lab/vrrp-lab.sh for end-to-end tests; taken down on drop.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::wait_for;
+
+pub fn lab_script() -> PathBuf {
+    if let Ok(p) = std::env::var("VRRP_LAB") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/lab/vrrp-lab.sh")
+}
+
+pub struct Lab {
+    pub prefix: String,
+    pub state: PathBuf,
+    /// Under /var/tmp: hosts have a private /tmp, so binaries and data live here.
+    pub work: PathBuf,
+}
+
+fn which(name: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {name}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn effective_uid_is_root() -> bool {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+impl Lab {
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("bash");
+        c.arg(lab_script())
+            .args(args)
+            .env("LAB_PREFIX", &self.prefix)
+            .env("LAB_STATE", &self.state)
+            .env("LAB_FIFO_READER", "0");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> String {
+        let out = self.cmd(args).stdin(Stdio::null()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "vrrp-lab.sh {args:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// `tag` keeps the prefix apart from other labs of other test binaries.
+    pub fn up(hosts: usize, tag: &str) -> Lab {
+        assert!(
+            effective_uid_is_root(),
+            "the lab tests need root (network, mount and PID namespaces)"
+        );
+        assert!(
+            Path::new("/usr/sbin/keepalived").exists() || which("keepalived"),
+            "the lab tests need keepalived (apt-get install -y keepalived)"
+        );
+        assert!(which("curl"), "the lab tests need curl");
+        let prefix = format!("{tag}{}", std::process::id() % 100_000);
+        let work = PathBuf::from(format!("/var/tmp/vrrp-agent-test-{prefix}"));
+        let _ = fs::remove_dir_all(&work);
+        fs::create_dir_all(&work).unwrap();
+        let lab = Lab {
+            state: work.join("lab-state"),
+            prefix,
+            work,
+        };
+        lab.run(&["up", &hosts.to_string()]);
+        lab
+    }
+
+    /// curl inside a host: (HTTP status, body).
+    pub fn curl(&self, host: &str, args: &[&str]) -> (u16, String) {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &format!("{}-{host}", self.prefix)])
+            .args(["curl", "-s", "-m", "20", "-w", "\n%{http_code}"])
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), body.to_string())
+    }
+
+    /// keepalived's state of an instance as the lab's own notify script recorded it.
+    pub fn wait_state(&self, host: &str, inst: &str, state: &str) {
+        let f = self
+            .state
+            .join(host)
+            .join("run/lab/state")
+            .join(format!("INSTANCE.{inst}"));
+        wait_for(&format!("{inst} {state} on {host}"), 30, || {
+            let t = fs::read_to_string(&f).ok()?;
+            (t.split_whitespace().next() == Some(state)).then_some(())
+        });
+    }
+
+    /// Moves the calling thread into the switch namespace, where the server runs and
+    /// every host reaches it at 203.0.113.254. Children spawned from this thread follow.
+    pub fn enter_switch(&self) {
+        let f = fs::File::open(format!("/run/netns/{}-sw", self.prefix)).unwrap();
+        nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)
+            .expect("setns into the switch namespace");
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["down"]).stdin(Stdio::null()).output();
+        if !std::thread::panicking() {
+            let _ = fs::remove_dir_all(&self.work);
+        } else {
+            eprintln!("lab work dir kept for inspection: {}", self.work.display());
+        }
+    }
+}
