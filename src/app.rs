@@ -7,7 +7,6 @@
 use crate::activity::{self, Event, LevelPolicy};
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
-use crate::clients;
 use crate::clock::{iso, SharedClock, SystemClock};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
@@ -17,6 +16,7 @@ use crate::live::{envelope, AgentRegistry, Hub};
 use crate::schedulers::{self, Scheduler};
 use crate::settings::Settings;
 use crate::users::{self, Bootstrap};
+use crate::{clients, clusters};
 use crate::{fatal, fsutil, http, logging};
 use parking_lot::Mutex;
 use std::net::TcpListener;
@@ -62,6 +62,44 @@ impl App {
                 .map(|c| c.to_json(self.agents.capabilities(&c.id).as_deref()))
                 .collect(),
         ))
+    }
+
+    /// Every cluster as the dashboard shows it, worst first.
+    pub fn cluster_list(&self) -> Result<Vec<clusters::Cluster>, DbError> {
+        let mut readings: std::collections::HashMap<String, serde_json::Value> =
+            crate::readings::list(&self.db)?
+                .into_iter()
+                .filter_map(|r| Some((r.get("clientId")?.as_str()?.to_owned(), r)))
+                .collect();
+        let hosts: Vec<clusters::HostView> = clients::list(&self.db)?
+            .into_iter()
+            .filter_map(|c| {
+                let reading = readings.remove(&c.id)?;
+                let readable = reading["running"] == true && reading["error"].is_null();
+                let source = if readable {
+                    "instances"
+                } else {
+                    "lastKnownInstances"
+                };
+                Some(clusters::HostView {
+                    online: self.agents.is_online(&c.id),
+                    host: c.name().to_owned(),
+                    instances: reading
+                        .get(source)
+                        .and_then(|v| v.as_array())
+                        .cloned()
+                        .unwrap_or_default(),
+                    read_at: reading
+                        .get("receivedAt")
+                        .and_then(|v| v.as_str())
+                        .map(str::to_owned),
+                    site: c.site,
+                    client_id: c.id,
+                    readable,
+                })
+            })
+            .collect();
+        Ok(clusters::group(&hosts))
     }
 
     /// Tells every dashboard the client list changed.

@@ -57,10 +57,14 @@ fn normalise_instance(v: &mut Value, at: &str) -> Result<(), Malformed> {
 /// Checks a reading's shape and rewrites its state words; unknown fields stay.
 /// Fields only the server sets are dropped from what an agent sent.
 pub fn normalise(payload: &Value) -> Result<Map<String, Value>, Malformed> {
-    let mut obj = payload
-        .as_object()
-        .cloned()
-        .ok_or_else(|| Malformed("not an object".into()))?;
+    normalise_owned(payload.clone())
+}
+
+/// [`normalise`] of a reading the caller no longer needs (no copy).
+pub fn normalise_owned(payload: Value) -> Result<Map<String, Value>, Malformed> {
+    let Value::Object(mut obj) = payload else {
+        return Err(Malformed("not an object".into()));
+    };
     for server_field in ["clientId", "receivedAt", "lastKnownInstances"] {
         obj.remove(server_field);
     }
@@ -146,7 +150,7 @@ fn read_out(
     last_known: Option<String>,
 ) -> Option<Value> {
     let stored: Value = serde_json::from_str(payload).ok()?;
-    let mut reading = match normalise(&stored) {
+    let mut reading = match normalise_owned(stored) {
         Ok(r) => r,
         Err(e) => {
             log::error!(

@@ -214,6 +214,15 @@ pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiR
     Ok(Resp::ok(&json!({ "status": "requested" })))
 }
 
+pub fn list_clusters(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    let list: Vec<Value> = app
+        .cluster_list()?
+        .iter()
+        .map(crate::clusters::Cluster::to_json)
+        .collect();
+    Ok(Resp::ok(&list))
+}
+
 // --- activity ---
 
 pub fn list_activity(app: &App, _req: &Req, session: &Session, _path: &[&str]) -> ApiResult {

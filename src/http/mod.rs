@@ -260,6 +260,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
                     api_agents::refresh_state
                 }
                 ("GET", ["api", "v1", "keepalived", "states"]) => api_agents::list_states,
+                ("GET", ["api", "v1", "keepalived", "clusters"]) => api_agents::list_clusters,
                 ("GET", ["api", "v1", "activity"]) => api_agents::list_activity,
                 ("POST", ["api", "v1", "activity", "seen"]) => api_agents::mark_seen,
                 ("DELETE", ["api", "v1", "activity"]) => api_agents::delete_activity,

@@ -888,3 +888,89 @@ fn a_dashboard_that_stops_reading_is_dropped_without_delaying_the_others() {
         "{ended:?}"
     );
 }
+
+#[test]
+fn clusters_group_the_readings_of_connected_agents() {
+    let server = Server::start();
+    let admin = server.admin();
+    let a = server.register_agent(&admin, "lb-a");
+    let b = server.register_agent(&admin, "lb-b");
+    let mut wa = server.connect_agent(&a);
+    let mut wb = server.connect_agent(&b);
+    let mut dash = server.dashboard(&admin);
+    dash.expect("ACTIVITY_UPDATE");
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    dash.expect("KEEPALIVED_STATE_UPDATE");
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    dash.expect("KEEPALIVED_STATE_UPDATE");
+    let clusters = server
+        .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+        .body;
+    assert_eq!(clusters.as_array().unwrap().len(), 1, "{clusters}");
+    let c = &clusters[0];
+    assert_eq!(
+        (c["key"].as_str(), c["vrid"].as_u64(), c["health"].as_str()),
+        (Some("|51|192.0.2.0/24"), Some(51), Some("ok"))
+    );
+    assert_eq!(c["networks"], json!(["192.0.2.0/24"]));
+    assert_eq!(c["vips"], json!(["192.0.2.100/24"]));
+    assert_eq!(c["members"].as_array().unwrap().len(), 2);
+    assert!(c["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|m| m["online"] == true && m["reporting"] == true));
+    // keepalived stops on b: it stays in with its last-known instance, not reporting.
+    wb.send(
+        "KEEPALIVED_UPDATE",
+        json!({ "collectedAt": "2026-11-21T08:05:00.000Z", "running": false }),
+    );
+    dash.expect("KEEPALIVED_STATE_UPDATE");
+    let c = server
+        .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+        .body[0]
+        .clone();
+    assert_eq!(c["health"], "degraded");
+    let mb = c["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["clientId"] == b.id.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (mb["online"].as_bool(), mb["reporting"].as_bool()),
+        (Some(true), Some(false))
+    );
+    assert_eq!(mb["instance"]["state"], "BACKUP");
+    // a goes offline as well: no live member.
+    drop(wa);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let c = server
+            .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+            .body[0]
+            .clone();
+        if c["health"] == "unknown" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{c}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // A site splits what the network joined.
+    server.put(
+        &format!("/api/v1/clients/{}", a.id),
+        Auth::Cookie(&admin),
+        r#"{"site": "dc-2"}"#,
+    );
+    let keys: Vec<String> = server
+        .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["key"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(keys.contains(&"dc-2|51|192.0.2.0/24".to_owned()));
+}

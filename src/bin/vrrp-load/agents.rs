@@ -31,6 +31,19 @@ fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, Str
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
+fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
+    let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: svc_session={cookie}\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| e.to_string())?;
+    let (status, body) = read_response(&mut BufReader::new(stream))?;
+    if status != 200 {
+        return Err(format!("{path} answered {status}"));
+    }
+    serde_json::from_slice(&body).map_err(|e| e.to_string())
+}
+
 fn ws_connect(
     addr: &str,
     path: &str,
@@ -57,6 +70,20 @@ fn ws_connect(
     let (ws, _) = tungstenite::client::client_with_config(request, stream, Some(config))
         .map_err(|e| format!("handshake: {e}"))?;
     Ok(ws)
+}
+
+/// With `pairs`, agent `i` belongs to cluster `i / 2` (its own /24, VRID 51 for all:
+/// the worst case for grouping) and the even one is MASTER.
+fn reading_for(i: usize, pairs: bool, sent_us: u64) -> Value {
+    let mut r = reading(sent_us);
+    if pairs {
+        let pair = i / 2;
+        let vip = format!("10.{}.{}.100/24", pair / 256, pair % 256);
+        let state = if i % 2 == 0 { "MASTER" } else { "BACKUP" };
+        r["instances"] =
+            json!([{ "name": "VI_1", "state": state, "vrid": 51, "priority": 100, "vips": [vip] }]);
+    }
+    r
 }
 
 fn reading(sent_us: u64) -> Value {
@@ -94,6 +121,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let seconds = number(args, "--seconds", 20)? as u64;
     let interval = Duration::from_millis(number(args, "--interval-ms", 1000)? as u64);
     let server_pid = flag(args, "--server-pid");
+    let pairs = args.iter().any(|a| a == "--clusters");
 
     // Identities: a registration token and a registration per agent.
     let started = Instant::now();
@@ -204,7 +232,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                     return;
                 }
                 if now >= next {
-                    let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": reading(epoch.elapsed().as_micros() as u64) });
+                    let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": reading_for(i, pairs, epoch.elapsed().as_micros() as u64) });
                     if ws.send(Message::text(msg.to_string())).is_err() {
                         failed.fetch_add(1, Ordering::Relaxed);
                         return;
@@ -253,6 +281,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut lat = latencies.lock().unwrap().clone();
     let during = server_pid.as_deref().and_then(rss_kib);
     let threads_during = server_pid.as_deref().and_then(threads);
+    // The cluster list while every agent is connected and reporting.
+    let mut list_times = Vec::new();
+    let mut cluster_count = 0;
+    for _ in 0..20 {
+        let t = Instant::now();
+        let list = get(&addr, "/api/v1/keepalived/clusters", &cookie)?;
+        list_times.push(t.elapsed());
+        cluster_count = list.as_array().map_or(0, Vec::len);
+    }
+    list_times.sort();
     *run_until.lock().unwrap() = Some(Instant::now());
     for h in handles {
         let _ = h.join();
@@ -297,6 +335,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             (d.saturating_sub(b)) as f64 / count as f64
         );
     }
+    println!(
+        "cluster list ({cluster_count} clusters): p50 {:.1} ms, max {:.1} ms over 20 GETs",
+        list_times[list_times.len() / 2].as_secs_f64() * 1e3,
+        list_times.last().map_or(0.0, |t| t.as_secs_f64() * 1e3)
+    );
     if let (Some(b), Some(d)) = (threads_before, threads_during) {
         println!("server threads:               {b} before, {d} with the agents");
     }

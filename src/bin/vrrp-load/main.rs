@@ -129,6 +129,7 @@ pub(crate) fn read_response(reader: &mut BufReader<TcpStream>) -> Result<(u16, V
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| format!("bad status line {line:?}"))?;
     let mut length = 0usize;
+    let mut chunked = false;
     loop {
         line.clear();
         reader.read_line(&mut line).map_err(|e| e.to_string())?;
@@ -140,10 +141,32 @@ pub(crate) fn read_response(reader: &mut BufReader<TcpStream>) -> Result<(u16, V
             if k.eq_ignore_ascii_case("content-length") {
                 length = v.trim().parse().map_err(|_| "bad content-length")?;
             }
+            if k.eq_ignore_ascii_case("transfer-encoding")
+                && v.to_ascii_lowercase().contains("chunked")
+            {
+                chunked = true;
+            }
         }
     }
-    let mut body = vec![0u8; length];
-    reader.read_exact(&mut body).map_err(|e| e.to_string())?;
+    let mut body = Vec::new();
+    if chunked {
+        // Large answers come chunked: size line (hex), data, CRLF; a 0 size ends it.
+        loop {
+            line.clear();
+            reader.read_line(&mut line).map_err(|e| e.to_string())?;
+            let size = usize::from_str_radix(line.trim().split(';').next().unwrap_or("0"), 16)
+                .map_err(|_| format!("bad chunk size {line:?}"))?;
+            let mut chunk = vec![0u8; size + 2];
+            reader.read_exact(&mut chunk).map_err(|e| e.to_string())?;
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        body.resize(length, 0);
+        reader.read_exact(&mut body).map_err(|e| e.to_string())?;
+    }
     Ok((status, body))
 }
 

@@ -1,0 +1,615 @@
+//! Clusters: VRRP instances of different hosts that back each other up, and the
+//! dashboard's health of each.
+//!
+//! Everything here is a pure function of the stored readings and client records
+//! ([`HostView`]): [`group`] forms the clusters, [`dashboard_health`] judges one.
+//! The evaluator of cluster events (confirmation, incidents) builds on these.
+
+use ipnet::IpNet;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::str::FromStr;
+
+/// One client as grouping sees it.
+#[derive(Debug, Clone)]
+pub struct HostView {
+    pub client_id: String,
+    pub site: Option<String>,
+    /// Display name, else hostname.
+    pub host: String,
+    /// Agent connected now.
+    pub online: bool,
+    /// The last reading came from a running, readable keepalived.
+    pub readable: bool,
+    /// The last reading's instances when readable, else the last-known ones.
+    pub instances: Vec<Value>,
+    pub read_at: Option<String>,
+}
+
+/// One instance of one host in a cluster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    pub client_id: String,
+    pub host: String,
+    pub online: bool,
+    /// keepalived on the host reports the instance now.
+    pub reporting: bool,
+    pub instance: Value,
+    pub read_at: Option<String>,
+}
+
+impl Member {
+    pub fn live(&self) -> bool {
+        self.online && self.reporting
+    }
+
+    pub fn state(&self) -> &str {
+        self.instance
+            .get("state")
+            .and_then(Value::as_str)
+            .unwrap_or("UNKNOWN")
+    }
+
+    fn vips(&self) -> BTreeSet<String> {
+        vips_of(&self.instance).into_iter().collect()
+    }
+}
+
+/// The dashboard's health, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Health {
+    SplitBrain,
+    NoMaster,
+    VipMismatch,
+    Degraded,
+    Unknown,
+    Ok,
+}
+
+impl Health {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Health::SplitBrain => "split-brain",
+            Health::NoMaster => "no-master",
+            Health::VipMismatch => "vip-mismatch",
+            Health::Degraded => "degraded",
+            Health::Unknown => "unknown",
+            Health::Ok => "ok",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cluster {
+    pub key: String,
+    pub site: Option<String>,
+    pub vrid: u64,
+    pub networks: Vec<String>,
+    pub vips: Vec<String>,
+    pub health: Health,
+    pub members: Vec<Member>,
+}
+
+impl Cluster {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "key": self.key,
+            "site": self.site,
+            "vrid": self.vrid,
+            "networks": self.networks,
+            "vips": self.vips,
+            "health": self.health.as_str(),
+            "members": self.members.iter().map(|m| json!({
+                "clientId": m.client_id,
+                "online": m.online,
+                "reporting": m.reporting,
+                "instance": m.instance,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The dashboard's health table, first match wins (split brain and a missing
+/// master outrank a VIP mismatch; the mismatch is counted over every member).
+pub fn dashboard_health(members: &[Member]) -> Health {
+    let live: Vec<&Member> = members.iter().filter(|m| m.live()).collect();
+    let masters = live.iter().filter(|m| m.state() == "MASTER").count();
+    if masters > 1 {
+        return Health::SplitBrain;
+    }
+    if !live.is_empty() && masters == 0 {
+        return Health::NoMaster;
+    }
+    let mut vip_sets = members.iter().map(Member::vips);
+    if let Some(first) = vip_sets.next() {
+        if vip_sets.any(|v| v != first) {
+            return Health::VipMismatch;
+        }
+    }
+    if masters == 1 {
+        let trouble =
+            members.len() == 1 || members.iter().any(|m| !m.live() || m.state() == "FAULT");
+        return if trouble {
+            Health::Degraded
+        } else {
+            Health::Ok
+        };
+    }
+    Health::Unknown
+}
+
+/// The virtual addresses of an instance, as written.
+pub fn vips_of(instance: &Value) -> Vec<String> {
+    instance
+        .get("vips")
+        .and_then(Value::as_array)
+        .map_or_else(Vec::new, |a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
+}
+
+/// The network an address belongs to: with a prefix, its network; without, the
+/// address alone (a host route).
+pub fn network_of(vip: &str) -> Option<IpNet> {
+    let text = vip.split_whitespace().next()?;
+    if let Ok(net) = IpNet::from_str(text) {
+        return Some(net.trunc());
+    }
+    IpAddr::from_str(text).ok().map(IpNet::from)
+}
+
+/// A network as an address range: (is IPv6, first, last).
+fn range_of(net: &IpNet) -> (bool, u128, u128) {
+    match net {
+        IpNet::V4(n) => (
+            false,
+            u32::from(n.network()) as u128,
+            u32::from(n.broadcast()) as u128,
+        ),
+        IpNet::V6(n) => (true, u128::from(n.network()), u128::from(n.broadcast())),
+    }
+}
+
+/// One instance of one host, before grouping.
+struct Entry {
+    member: Member,
+    site: String,
+    vrid: u64,
+    networks: Vec<IpNet>,
+    name: String,
+}
+
+fn find(parent: &mut [usize], i: usize) -> usize {
+    let mut root = i;
+    while parent[root] != root {
+        root = parent[root];
+    }
+    let mut i = i;
+    while parent[i] != root {
+        let next = parent[i];
+        parent[i] = root;
+        i = next;
+    }
+    root
+}
+
+/// Groups every instance of every host into clusters: same site, same VRID and a
+/// shared network, transitively; an instance without addresses by VRID and name.
+/// The list comes worst health first.
+pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
+    let mut entries = Vec::new();
+    for h in hosts {
+        for inst in &h.instances {
+            let Some(vrid) = inst.get("vrid").and_then(Value::as_u64) else {
+                continue;
+            };
+            let networks: Vec<IpNet> = vips_of(inst).iter().filter_map(|v| network_of(v)).collect();
+            entries.push(Entry {
+                member: Member {
+                    client_id: h.client_id.clone(),
+                    host: h.host.clone(),
+                    online: h.online,
+                    reporting: h.readable,
+                    instance: inst.clone(),
+                    read_at: h.read_at.clone(),
+                },
+                site: h.site.clone().unwrap_or_default(),
+                vrid,
+                networks,
+                name: inst
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            });
+        }
+    }
+    // Union-find within each (site, VRID): entries sharing a network, or (without
+    // addresses) an instance name, end in one set.
+    let mut parent: Vec<usize> = (0..entries.len()).collect();
+    let mut by_scope: BTreeMap<(&str, u64), Vec<usize>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        by_scope
+            .entry((e.site.as_str(), e.vrid))
+            .or_default()
+            .push(i);
+    }
+    for indices in by_scope.values() {
+        // Two CIDR networks overlap exactly when their address ranges do: sort the
+        // ranges by start and sweep, joining each to the run it starts inside.
+        let mut ranges: Vec<(bool, u128, u128, usize)> = Vec::new();
+        let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
+        for &i in indices {
+            let e = &entries[i];
+            if e.networks.is_empty() {
+                if let Some(&other) = by_name.get(e.name.as_str()) {
+                    let (ra, rb) = (find(&mut parent, i), find(&mut parent, other));
+                    parent[ra] = rb;
+                } else {
+                    by_name.insert(e.name.as_str(), i);
+                }
+            }
+            ranges.extend(e.networks.iter().map(|n| {
+                let (v6, start, end) = range_of(n);
+                (v6, start, end, i)
+            }));
+        }
+        ranges.sort_unstable();
+        let mut run: Option<(bool, u128, usize)> = None;
+        for (v6, start, end, i) in ranges {
+            match run {
+                Some((run_v6, run_end, run_entry)) if run_v6 == v6 && start <= run_end => {
+                    let (ra, rb) = (find(&mut parent, i), find(&mut parent, run_entry));
+                    parent[ra] = rb;
+                    run = Some((v6, run_end.max(end), run_entry));
+                }
+                _ => run = Some((v6, end, i)),
+            }
+        }
+    }
+    let mut sets: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for i in 0..entries.len() {
+        let root = find(&mut parent, i);
+        sets.entry(root).or_default().push(i);
+    }
+    let mut clusters: Vec<Cluster> = sets
+        .into_values()
+        .map(|indices| {
+            let first = &entries[indices[0]];
+            let networks: BTreeSet<String> = indices
+                .iter()
+                .flat_map(|&i| entries[i].networks.iter().map(|n| n.to_string()))
+                .collect();
+            let vips: BTreeSet<String> = indices
+                .iter()
+                .flat_map(|&i| vips_of(&entries[i].member.instance))
+                .collect();
+            let mut members: Vec<Member> =
+                indices.iter().map(|&i| entries[i].member.clone()).collect();
+            members.sort_by(|a, b| {
+                a.host
+                    .cmp(&b.host)
+                    .then_with(|| a.client_id.cmp(&b.client_id))
+            });
+            let identity = networks
+                .iter()
+                .next()
+                .cloned()
+                .unwrap_or_else(|| first.name.clone());
+            Cluster {
+                key: format!("{}|{}|{}", first.site, first.vrid, identity),
+                site: (!first.site.is_empty()).then(|| first.site.clone()),
+                vrid: first.vrid,
+                networks: networks.into_iter().collect(),
+                vips: vips.into_iter().collect(),
+                health: dashboard_health(&members),
+                members,
+            }
+        })
+        .collect();
+    clusters.sort_by(|a, b| a.health.cmp(&b.health).then_with(|| a.key.cmp(&b.key)));
+    clusters
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inst(name: &str, vrid: u64, state: &str, vips: &[&str]) -> Value {
+        json!({ "name": name, "vrid": vrid, "state": state, "vips": vips })
+    }
+
+    fn host(
+        id: &str,
+        site: Option<&str>,
+        online: bool,
+        readable: bool,
+        instances: Vec<Value>,
+    ) -> HostView {
+        HostView {
+            client_id: id.into(),
+            site: site.map(str::to_owned),
+            host: id.into(),
+            online,
+            readable,
+            instances,
+            read_at: None,
+        }
+    }
+
+    fn member(state: &str, online: bool, reporting: bool, vips: &[&str]) -> Member {
+        Member {
+            client_id: "c".into(),
+            host: "h".into(),
+            online,
+            reporting,
+            instance: inst("VI_1", 51, state, vips),
+            read_at: None,
+        }
+    }
+
+    const V: &[&str] = &["192.0.2.100/24"];
+
+    #[test]
+    fn every_row_of_the_dashboard_health_table() {
+        let m = member;
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V), m("MASTER", true, true, V)]),
+            Health::SplitBrain
+        );
+        assert_eq!(
+            dashboard_health(&[m("BACKUP", true, true, V), m("BACKUP", true, true, V)]),
+            Health::NoMaster
+        );
+        assert_eq!(
+            dashboard_health(&[m("BACKUP", true, true, V), m("FAULT", true, true, V)]),
+            Health::NoMaster
+        );
+        // An outage above a VIP mismatch keeps its place.
+        assert_eq!(
+            dashboard_health(&[
+                m("MASTER", true, true, V),
+                m("MASTER", true, true, &["192.0.2.101/24"])
+            ]),
+            Health::SplitBrain
+        );
+        assert_eq!(
+            dashboard_health(&[
+                m("MASTER", true, true, V),
+                m("BACKUP", true, true, &["192.0.2.101/24"])
+            ]),
+            Health::VipMismatch
+        );
+        // Counted over every member, offline included.
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V), m("BACKUP", false, true, &[])]),
+            Health::VipMismatch
+        );
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V), m("FAULT", true, true, V)]),
+            Health::Degraded
+        );
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V), m("BACKUP", false, true, V)]),
+            Health::Degraded,
+            "a member offline"
+        );
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V), m("BACKUP", true, false, V)]),
+            Health::Degraded,
+            "keepalived not reporting"
+        );
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V)]),
+            Health::Degraded,
+            "the only member"
+        );
+        assert_eq!(
+            dashboard_health(&[m("MASTER", false, true, V), m("BACKUP", true, false, V)]),
+            Health::Unknown
+        );
+        assert_eq!(
+            dashboard_health(&[m("MASTER", true, true, V), m("BACKUP", true, true, V)]),
+            Health::Ok
+        );
+    }
+
+    #[test]
+    fn grouping_by_site_vrid_and_shared_network() {
+        let hosts = vec![
+            host(
+                "a",
+                None,
+                true,
+                true,
+                vec![
+                    inst("VI_1", 51, "MASTER", &["192.0.2.100/24"]),
+                    inst("VI_2", 52, "MASTER", &["198.51.100.100/24"]),
+                ],
+            ),
+            host(
+                "b",
+                None,
+                true,
+                true,
+                vec![
+                    inst("VI_1", 51, "BACKUP", &["192.0.2.100/24"]),
+                    inst("VI_2", 52, "BACKUP", &["198.51.100.100/24"]),
+                ],
+            ),
+            // Same VRID in another broadcast domain: another cluster.
+            host(
+                "c",
+                None,
+                true,
+                true,
+                vec![inst("VI_9", 51, "MASTER", &["203.0.113.5/24"])],
+            ),
+            // Same VRID and network on another site: another cluster.
+            host(
+                "d",
+                Some("dc-2"),
+                true,
+                true,
+                vec![inst("VI_1", 51, "MASTER", &["192.0.2.100/24"])],
+            ),
+        ];
+        let clusters = group(&hosts);
+        assert_eq!(clusters.len(), 4);
+        let by_key: BTreeMap<&str, &Cluster> =
+            clusters.iter().map(|c| (c.key.as_str(), c)).collect();
+        let vi1 = by_key["|51|192.0.2.0/24"];
+        assert_eq!(
+            vi1.members
+                .iter()
+                .map(|m| m.client_id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(
+            (vi1.vrid, vi1.site.clone(), vi1.health),
+            (51, None, Health::Ok)
+        );
+        assert_eq!(vi1.networks, ["192.0.2.0/24"]);
+        assert_eq!(vi1.vips, ["192.0.2.100/24"]);
+        assert!(by_key.contains_key("|52|198.51.100.0/24"));
+        assert!(by_key.contains_key("|51|203.0.113.0/24"));
+        assert_eq!(by_key["dc-2|51|192.0.2.0/24"].site.as_deref(), Some("dc-2"));
+        // Worst first: the single-host clusters are degraded.
+        assert_eq!(clusters[0].health, Health::Degraded);
+        assert_eq!(clusters.last().unwrap().health, Health::Ok);
+    }
+
+    #[test]
+    fn host_routes_overlap_and_transitive_joins() {
+        let hosts = vec![
+            // A /32 matches only itself...
+            host(
+                "a",
+                None,
+                true,
+                true,
+                vec![inst("X", 7, "MASTER", &["10.0.0.5"])],
+            ),
+            host(
+                "b",
+                None,
+                true,
+                true,
+                vec![inst("X", 7, "BACKUP", &["10.0.0.6"])],
+            ),
+            // ...but a /24 covering both joins them, transitively.
+            host(
+                "c",
+                None,
+                true,
+                true,
+                vec![inst("Y", 8, "MASTER", &["10.1.0.5"])],
+            ),
+            host(
+                "d",
+                None,
+                true,
+                true,
+                vec![inst("Y", 8, "BACKUP", &["10.1.0.0/16"])],
+            ),
+            host(
+                "e",
+                None,
+                true,
+                true,
+                vec![inst("Y", 8, "BACKUP", &["10.1.200.1/24"])],
+            ),
+        ];
+        let clusters = group(&hosts);
+        let sizes: BTreeMap<String, usize> = clusters
+            .iter()
+            .map(|c| (c.key.clone(), c.members.len()))
+            .collect();
+        assert_eq!(sizes["|7|10.0.0.5/32"], 1);
+        assert_eq!(sizes["|7|10.0.0.6/32"], 1);
+        assert_eq!(sizes.values().filter(|&&n| n == 3).count(), 1, "{sizes:?}");
+        let joined = clusters.iter().find(|c| c.members.len() == 3).unwrap();
+        assert_eq!(
+            joined.networks,
+            ["10.1.0.0/16", "10.1.0.5/32", "10.1.200.0/24"]
+        );
+        // Members disagree about the addresses: the cluster says so.
+        assert_eq!(joined.health, Health::VipMismatch);
+    }
+
+    #[test]
+    fn no_address_instances_group_by_vrid_and_name_and_silent_hosts_stay() {
+        let hosts = vec![
+            host("a", None, true, true, vec![inst("VI_X", 60, "MASTER", &[])]),
+            host("b", None, true, true, vec![inst("VI_X", 60, "BACKUP", &[])]),
+            host("c", None, true, true, vec![inst("VI_Y", 60, "MASTER", &[])]),
+            // keepalived stopped on d: it stays in with its last-known instance.
+            host(
+                "d",
+                None,
+                true,
+                false,
+                vec![inst("VI_X", 60, "BACKUP", &[])],
+            ),
+        ];
+        let clusters = group(&hosts);
+        let x = clusters.iter().find(|c| c.key == "|60|VI_X").unwrap();
+        assert_eq!(x.members.len(), 3);
+        let d = x.members.iter().find(|m| m.client_id == "d").unwrap();
+        assert!(!d.reporting && d.online);
+        assert_eq!(x.health, Health::Degraded);
+        assert!(clusters.iter().any(|c| c.key == "|60|VI_Y"));
+    }
+
+    #[test]
+    fn a_thousand_pairs_on_one_vrid_group_quickly() {
+        let hosts: Vec<HostView> = (0..2000)
+            .map(|i| {
+                let vip = format!("10.{}.{}.100/24", (i / 2) / 256, (i / 2) % 256);
+                host(
+                    &format!("h{i}"),
+                    None,
+                    true,
+                    true,
+                    vec![inst(
+                        "VI_1",
+                        51,
+                        if i % 2 == 0 { "MASTER" } else { "BACKUP" },
+                        &[vip.as_str()],
+                    )],
+                )
+            })
+            .collect();
+        let clusters = group(&hosts);
+        assert_eq!(clusters.len(), 1000);
+        assert!(clusters
+            .iter()
+            .all(|c| c.members.len() == 2 && c.health == Health::Ok));
+    }
+
+    #[test]
+    fn to_json_shape() {
+        let c = &group(&[host(
+            "a",
+            None,
+            true,
+            true,
+            vec![inst("VI_1", 51, "MASTER", V)],
+        )])[0];
+        let v = c.to_json();
+        let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["health", "key", "members", "networks", "site", "vips", "vrid"]
+        );
+        assert_eq!(
+            v["members"][0],
+            json!({ "clientId": "a", "online": true, "reporting": true, "instance": inst("VI_1", 51, "MASTER", V) })
+        );
+    }
+}
