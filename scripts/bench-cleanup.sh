@@ -7,14 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-1000000}
 cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
-data=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-password=bench-password-123
-SVC_SERVER_DATA_DIR="$data" SVC_SERVER_PORT="$port" SVC_ADMIN_PASSWORD="$password" LOG_LEVEL=warn \
-  target/release/vrrp-monitor 2>"$data/server.log" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/api/v1/ping" >/dev/null && break; sleep 0.05; done
+source scripts/lib/bench-server.sh
+start_server
 python3 - "$data/vrrp-monitor.db" "$events" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], timeout=30)
@@ -25,8 +19,7 @@ db.executemany("INSERT INTO activity (id, occurred_at, received_at, source, kind
 db.commit()
 print(f"stored {n} old activity events")
 PY
-token=$(curl -s -i -X POST "http://127.0.0.1:$port/api/login" -H 'content-type: application/json' \
-  -d "{\"username\":\"admin\",\"password\":\"$password\"}" | sed -n 's/^set-cookie: svc_session=\([^;]*\).*/\1/ip')
+login_admin
 curl -s -X PUT "http://127.0.0.1:$port/api/v1/settings/cleanup" -H "cookie: svc_session=$token" \
   -H 'content-type: application/json' -d '{"notification_retention_count": "500"}' >/dev/null
 target/release/vrrp-load activity "127.0.0.1:$port" --token "$token" --seconds 25 --every-ms 5 > "$data/probe.out" &

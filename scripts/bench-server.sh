@@ -6,20 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
-data=$(mktemp -d)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-password=bench-password-123
-SVC_SERVER_DATA_DIR="$data" SVC_SERVER_PORT="$port" SVC_ADMIN_PASSWORD="$password" LOG_LEVEL=warn \
-  target/release/vrrp-monitor 2>"$data/server.log" &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/api/v1/ping" >/dev/null && break; sleep 0.05; done
+source scripts/lib/bench-server.sh
+start_server
 rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2/1024}' "/proc/$pid/status"; }
 threads() { ls "/proc/$pid/task" | wc -l; }
 echo "resident memory after start:    $(rss) ($(threads) threads)"
-token=$(curl -s -i -X POST "http://127.0.0.1:$port/api/login" -H 'content-type: application/json' \
-  -d "{\"username\":\"admin\",\"password\":\"$password\"}" | sed -n 's/^set-cookie: svc_session=\([^;]*\).*/\1/ip')
-[ -n "$token" ] || { echo "login failed" >&2; exit 1; }
+login_admin
 echo "resident memory after a login:  $(rss) ($(threads) threads)"
 target/release/vrrp-load http "127.0.0.1:$port" /api/v1/me --token "$token" --connections 20 --requests 10000
 echo "resident memory after the load: $(rss) ($(threads) threads)"

@@ -19,6 +19,23 @@ struct Subscriber {
     latest: LatestSlot,
 }
 
+impl Subscriber {
+    /// Queues a message; false when the socket is to be dropped from the hub.
+    fn deliver(&self, msg: ToSocket) -> bool {
+        match self.outbox.send(msg) {
+            Ok(()) => true,
+            Err(Undelivered::Full) => {
+                log::warn!(
+                    "Dashboard socket of user {} is not keeping up; dropping it",
+                    self.user_id
+                );
+                false
+            }
+            Err(Undelivered::Gone) => false,
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Hub {
     subscribers: Mutex<Vec<Subscriber>>,
@@ -45,17 +62,7 @@ impl Hub {
             if was_waiting {
                 return true;
             }
-            match s.outbox.send(ToSocket::Latest(s.latest.clone())) {
-                Ok(()) => true,
-                Err(Undelivered::Full) => {
-                    log::warn!(
-                        "Dashboard socket of user {} is not keeping up; dropping it",
-                        s.user_id
-                    );
-                    false
-                }
-                Err(Undelivered::Gone) => false,
-            }
+            s.deliver(ToSocket::Latest(s.latest.clone()))
         });
     }
 
@@ -94,17 +101,7 @@ impl Hub {
             if !to(s) {
                 return true;
             }
-            match s.outbox.send(msg.clone()) {
-                Ok(()) => true,
-                Err(Undelivered::Full) => {
-                    log::warn!(
-                        "Dashboard socket of user {} is not keeping up; dropping it",
-                        s.user_id
-                    );
-                    false
-                }
-                Err(Undelivered::Gone) => false,
-            }
+            s.deliver(msg.clone())
         });
     }
 }
