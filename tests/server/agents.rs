@@ -3,6 +3,7 @@
 
 use crate::harness::*;
 use serde_json::{json, Value};
+use std::io::Write;
 use std::time::{Duration, Instant};
 
 #[test]
@@ -973,4 +974,69 @@ fn clusters_group_the_readings_of_connected_agents() {
         .collect();
     assert_eq!(keys.len(), 2, "{keys:?}");
     assert!(keys.contains(&"dc-2|51|192.0.2.0/24".to_owned()));
+}
+
+#[test]
+fn malformed_frames_end_only_the_socket_that_sent_them() {
+    let server = Server::start();
+    let admin = server.admin();
+    let bad = server.register_agent(&admin, "lb-bad");
+    let good = server.register_agent(&admin, "lb-good");
+    let mut healthy = server.connect_agent(&good);
+
+    // A binary frame and a text frame that is no JSON are dropped; the socket stays.
+    let mut ws = server.connect_agent(&bad);
+    ws.ws
+        .send(tungstenite::Message::Binary(vec![0, 159, 146, 150].into()))
+        .unwrap();
+    ws.send_raw("{\"type\": \"KEEPALIVED_UPDATE\", \"payload\": ");
+    ws.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server
+        .get(
+            &format!("/api/v1/clients/{}/keepalived", bad.id),
+            Auth::Cookie(&admin),
+        )
+        .status
+        != 200
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the socket stopped working after junk frames"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // A message beyond the 4 MiB limit ends that socket.
+    let huge = format!(
+        "{{\"type\": \"X\", \"payload\": \"{}\"}}",
+        "x".repeat(5 * 1024 * 1024)
+    );
+    let _ = ws.ws.send(tungstenite::Message::text(huge));
+    assert!(matches!(ws.ending(), Ending::Close(..) | Ending::Dropped));
+
+    // Bytes that are no WebSocket frame at all, right after the handshake.
+    let mut raw = server.agent_socket(&bad);
+    raw.ws.get_mut().write_all(&[0xff; 64]).unwrap();
+    assert!(matches!(raw.ending(), Ending::Close(..) | Ending::Dropped));
+
+    // The other agent never noticed.
+    healthy.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server
+        .get(
+            &format!("/api/v1/clients/{}/keepalived", good.id),
+            Auth::Cookie(&admin),
+        )
+        .status
+        != 200
+    {
+        assert!(Instant::now() < deadline, "the healthy agent was affected");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(server.get("/api/health", Auth::None).status, 200);
+    assert!(
+        !server.log_text().contains("panicked"),
+        "no thread panicked"
+    );
 }
