@@ -9,6 +9,7 @@ pub mod clock;
 pub mod clusters;
 pub mod config;
 pub mod db;
+pub mod evaluation;
 pub mod fsutil;
 pub mod http;
 pub mod lifecycle;
