@@ -9,8 +9,16 @@ use crate::config::{LogFormat, LogLevel};
 pub const FATAL: &str = "fatal";
 
 pub fn init(level: LogLevel, format: LogFormat) {
+    // Libraries log what they carry: tungstenite traces the upgrade request (the query
+    // holds the auth token), ureq and rustls trace requests and handshakes. They are
+    // capped at info so no level of ours can let a secret through them.
+    let cap = level.filter().min(log::LevelFilter::Info);
     let dispatch = fern::Dispatch::new()
         .level(level.filter())
+        .level_for("tungstenite", cap)
+        .level_for("ureq", cap)
+        .level_for("ureq_proto", cap)
+        .level_for("rustls", cap)
         .format(move |out, message, record| {
             let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
             let fatal = record.target() == FATAL;

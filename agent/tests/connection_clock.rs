@@ -3,7 +3,7 @@
 //! during the handshake, never ping). No test sleeps for a spec interval: the clock is
 //! advanced, and the thread notices on its next short tick.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -46,6 +46,11 @@ struct Fake {
 
 impl Fake {
     fn start(mode: Mode) -> Fake {
+        Fake::start_with(mode, None)
+    }
+
+    /// With `tls`, every connection is a TLS server (rustls) before the upgrade.
+    fn start_with(mode: Mode, tls: Option<Arc<rustls::ServerConfig>>) -> Fake {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();
         let mode = Arc::new(Mutex::new(mode));
@@ -57,7 +62,17 @@ impl Fake {
                 let Ok(s) = s else { return };
                 let _ = tx.send(Seen::Accepted);
                 let (mode, tx, o) = (*m.lock(), tx.clone(), o.clone());
-                thread::spawn(move || serve(s, mode, tx, o));
+                s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+                match &tls {
+                    None => {
+                        thread::spawn(move || serve(s, mode, tx, o));
+                    }
+                    Some(cfg) => {
+                        let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
+                        let s = rustls::StreamOwned::new(conn, s);
+                        thread::spawn(move || serve(s, mode, tx, o));
+                    }
+                }
             }
         });
         Fake {
@@ -131,13 +146,28 @@ impl Fake {
 }
 
 #[allow(clippy::result_large_err)] // tungstenite's callback signature
-fn serve(s: TcpStream, mode: Mode, tx: Sender<Seen>, out: Arc<Mutex<Option<Sender<Message>>>>) {
+fn serve<S: std::io::Read + std::io::Write>(
+    s: S,
+    mode: Mode,
+    tx: Sender<Seen>,
+    out: Arc<Mutex<Option<Sender<Message>>>>,
+) {
     if mode == Mode::Silent {
         // Hold the socket open without a word until the agent gives up.
         let mut buf = [0u8; 1024];
         let mut s = s;
-        while std::io::Read::read(&mut s, &mut buf).is_ok_and(|n| n > 0) {}
-        return;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => return,
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => return,
+            }
+        }
     }
     let uri = Arc::new(Mutex::new(String::new()));
     let u = uri.clone();
@@ -146,15 +176,17 @@ fn serve(s: TcpStream, mode: Mode, tx: Sender<Seen>, out: Arc<Mutex<Option<Sende
         *u.lock() = req.uri().to_string();
         Ok(resp)
     };
-    let Ok(mut ws) = tungstenite::accept_hdr(s, cb) else {
-        return;
+    let mut hs = tungstenite::accept_hdr(s, cb);
+    let mut ws = loop {
+        match hs {
+            Ok(ws) => break ws,
+            Err(tungstenite::HandshakeError::Interrupted(mid)) => hs = mid.handshake(),
+            Err(tungstenite::HandshakeError::Failure(_)) => return,
+        }
     };
     let _ = tx.send(Seen::Uri(uri.lock().clone()));
     let (otx, orx) = crossbeam_channel::unbounded();
     *out.lock() = Some(otx);
-    ws.get_ref()
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
     loop {
         for m in orx.try_iter() {
             if ws.send(m).is_err() {
@@ -208,6 +240,10 @@ impl Rig {
     /// The connection thread with a driven clock, a fixed jitter of 0.5 (1.5 s), and a
     /// stand-in for the reader thread that answers every trigger with a reading.
     fn start(port: u16, events: &[&str]) -> Rig {
+        Rig::start_with(&format!("http://127.0.0.1:{port}"), false, events)
+    }
+
+    fn start_with(base_url: &str, allow_self_signed: bool, events: &[&str]) -> Rig {
         let clock = ManualClock::new();
         let mut q = Queue::default();
         for id in events {
@@ -239,10 +275,10 @@ impl Rig {
         let handle = connection::spawn(
             connection::Deps {
                 target: Some(Target {
-                    base_url: format!("http://127.0.0.1:{port}"),
+                    base_url: base_url.to_string(),
                     client_id: "c1".into(),
                     token: Secret::new("tok-secret-123".into()),
-                    allow_self_signed: false,
+                    allow_self_signed,
                 }),
                 hostname: "test-host".into(),
                 version: "9.9.9-test".into(),
@@ -452,4 +488,111 @@ fn unacknowledged_batch_is_offered_again_after_one_minute() {
     // At 60 s: offered again, on the same connection.
     assert_eq!(fake.msg("ACTIVITY")["events"][0]["id"], "ev-a");
     assert_eq!(rig.status.read().attempts, 1);
+}
+
+/// A self-signed certificate for `localhost`, made by the openssl command line.
+fn self_signed() -> Arc<rustls::ServerConfig> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let d = tempfile::tempdir().unwrap();
+    let (cert, key) = (d.path().join("cert.pem"), d.path().join("key.pem"));
+    let out = std::process::Command::new("openssl")
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=DNS:localhost",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("the TLS tests need the openssl command (apt-get install -y openssl)");
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let certs = vec![CertificateDer::from_pem_file(&cert).unwrap()];
+    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+    Arc::new(
+        rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap(),
+    )
+}
+
+#[test]
+fn wss_checks_the_certificate_unless_self_signed_is_allowed_for_this_dial() {
+    let cfg = self_signed();
+    // Verified: the self-signed certificate is refused, nothing is upgraded.
+    let fake = Fake::start_with(Mode::Auth, Some(cfg.clone()));
+    let strict = Rig::start_with(&format!("https://localhost:{}", fake.port), false, &[]);
+    fake.expect_accept();
+    strict.wait_scheduled();
+    let err = strict.status.read().last_error.clone().unwrap();
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    assert!(!matches!(
+        fake.next(Duration::from_millis(200)),
+        Some(Seen::Uri(_))
+    ));
+    // Allowed for this agent: the same server is accepted, in the same process (the
+    // decision is per dial, not a process-wide switch).
+    let fake2 = Fake::start_with(Mode::Auth, Some(cfg));
+    let lax = Rig::start_with(&format!("https://localhost:{}", fake2.port), true, &[]);
+    lax.wait_state(ConnState::Connected);
+    assert_eq!(fake2.msg("AUTH")["capabilities"], json!(["vrrp"]));
+    fake2.msg("KEEPALIVED_UPDATE");
+    // And the strict one still refuses on its next attempt.
+    strict.advance_ms(6_500);
+    fake.expect_accept();
+    let t0 = Instant::now();
+    while strict.status.read().attempts < 2 || strict.status.read().state != ConnState::Disconnected
+    {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        thread::sleep(Duration::from_millis(5));
+    }
+    assert!(strict
+        .status
+        .read()
+        .last_error
+        .clone()
+        .unwrap()
+        .to_lowercase()
+        .contains("certificate"));
+    // The HTTP calls decide per request too: registration verifies unless allowed, the
+    // reachability check always tolerates the certificate.
+    use vrrp_agent::serverapi::{self, Answer};
+    let url = format!("https://localhost:{}", fake2.port);
+    match serverapi::register(&url, "t", "h", false) {
+        Answer::Nothing(e) => assert!(e.to_lowercase().contains("certificate"), "{e}"),
+        Answer::Status(s, _) => panic!("a verified call got an answer {s}"),
+    }
+    if let Answer::Nothing(e) = serverapi::register(&url, "t", "h", true) {
+        assert!(!e.to_lowercase().contains("certificate"), "{e}");
+    }
+    let p = serverapi::ping(&url);
+    assert!(
+        !p["error"]
+            .as_str()
+            .unwrap_or("")
+            .to_lowercase()
+            .contains("certificate"),
+        "{p}"
+    );
 }

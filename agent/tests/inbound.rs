@@ -36,7 +36,8 @@ impl Agent {
             .env("SVC_CLIENT_DATA_DIR", dir.join("data"))
             .env("SVC_PROC_DIR", &proc_dir)
             .env("SVC_CLIENT_PORT", port.to_string())
-            .env("LOG_LEVEL", "debug")
+            // The most verbose level: the log scan must hold even there.
+            .env("LOG_LEVEL", "trace")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(

@@ -29,6 +29,7 @@ struct HostAgent {
     bin: PathBuf,
     child: Option<Child>,
     runs: u32,
+    log_level: &'static str,
 }
 
 impl HostAgent {
@@ -42,6 +43,7 @@ impl HostAgent {
             bin: lab.work.join("vrrp-agent"),
             child: None,
             runs: 0,
+            log_level: "debug",
         }
     }
 
@@ -52,7 +54,7 @@ impl HostAgent {
             .cmd(&["exec", &self.host, self.bin.to_str().unwrap()])
             .env("SVC_CLIENT_CONFIG", self.dir.join("config.yaml"))
             .env("SVC_CLIENT_DATA_DIR", self.dir.join("data"))
-            .env("LOG_LEVEL", "debug")
+            .env("LOG_LEVEL", self.log_level)
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -191,6 +193,138 @@ fn ids_once(server: &Server, admin: &str) {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), n, "an id stored twice");
+}
+
+/// Registers through the register page with the PIN from the log; returns the client id.
+fn register(lab: &Lab, server: &Server, admin: &str, a: &HostAgent) -> String {
+    let pin = wait_for("the PIN", 10, || {
+        a.log()
+            .lines()
+            .find_map(|l| l.split("Setup PIN: ").nth(1).map(|p| p.trim().to_string()))
+    });
+    let token = server.token(admin);
+    let (s, b) = a.post(
+        lab,
+        "/api/register",
+        &json!({"url": server.url(), "token": token, "pin": pin}),
+    );
+    assert_eq!(s, 200, "{}: {b}", a.host);
+    wait_for("connected", 20, || a.connected(lab).then_some(()));
+    let id: Value =
+        serde_json::from_str(&fs::read_to_string(a.dir.join("data/identity.json")).unwrap())
+            .unwrap();
+    id["clientId"].as_str().unwrap().to_string()
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+/// The benchmark behind scripts/bench-failover.sh (ignored in the normal run): the time
+/// from keepalived's state transition (its own timestamp, taken as it writes the notify
+/// FIFO line) to the `vrrp.state_changed` event stored on the server and broadcast to a
+/// dashboard, over BENCH_FAILOVERS (default 50) failovers with the FIFO trigger alone.
+#[test]
+#[ignore]
+fn bench_failover() {
+    let failovers: usize = std::env::var("BENCH_FAILOVERS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50);
+    let lab = Lab::up(2, "vbf"); // h1 120 MASTER, h2 110 BACKUP
+    lab.enter_switch();
+    let bin = lab.work.join("vrrp-agent");
+    fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
+    let sbin = lab.work.join("vrrp-monitor");
+    fs::copy(server_binary(), &sbin).unwrap();
+    let mut server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);
+    server.start();
+    let admin = server.admin();
+    let mut agents: Vec<HostAgent> = ["h1", "h2"]
+        .iter()
+        .map(|h| {
+            let mut a = HostAgent::new(&lab, h);
+            fs::write(
+                a.dir.join("config.yaml"),
+                "keepalived:\n  pollInterval: 0\n  notifyFifo: /tmp/keepalived_vrrp.fifo\n",
+            )
+            .unwrap();
+            a.log_level = "info";
+            a
+        })
+        .collect();
+    for a in &mut agents {
+        a.start(&lab);
+        register(&lab, &server, &admin, a);
+    }
+    let mut dash = server.dashboard(&admin);
+    // Collect on a thread: receive time (this machine's clock, as keepalived's) per event.
+    let (tx, rx) = crossbeam_channel::unbounded::<(chrono::DateTime<chrono::Utc>, Value)>();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let st = stop.clone();
+    let reader = std::thread::spawn(move || {
+        while !st.load(std::sync::atomic::Ordering::Relaxed) {
+            match dash.ws.read() {
+                Ok(tungstenite::Message::Text(t)) => {
+                    let now = chrono::Utc::now();
+                    let v: Value = serde_json::from_str(&t).unwrap();
+                    if v["type"] == "ACTIVITY_APPENDED" {
+                        for e in v["payload"].as_array().unwrap() {
+                            if e["kind"] == "vrrp.state_changed" {
+                                let _ = tx.send((now, e.clone()));
+                            }
+                        }
+                    }
+                }
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(_)) => {}
+                Err(e) => panic!("dashboard: {e}"),
+            }
+        }
+    });
+    let t0 = Instant::now();
+    for i in 0..failovers {
+        if i % 2 == 0 {
+            lab.run(&["fault", "h1", "link"]); // VI_1 on h1 FAULT at once, h2 takes over
+            lab.wait_state("h2", "VI_1", "MASTER");
+        } else {
+            lab.run(&["unfault", "h1"]); // h1 preempts again
+            lab.wait_state("h1", "VI_1", "MASTER");
+            lab.wait_state("h2", "VI_1", "BACKUP");
+        }
+    }
+    std::thread::sleep(Duration::from_secs(3)); // stragglers
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.join().unwrap();
+    let mut lat: Vec<f64> = rx
+        .try_iter()
+        .filter_map(|(at, e)| {
+            let occurred = chrono::DateTime::parse_from_rfc3339(e["occurredAt"].as_str()?).ok()?;
+            Some((at - occurred.with_timezone(&chrono::Utc)).num_microseconds()? as f64 / 1000.0)
+        })
+        .collect();
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert!(
+        lat.len() >= failovers,
+        "only {} events for {failovers} failovers",
+        lat.len()
+    );
+    println!(
+        "bench-failover: {failovers} failovers in {:.0} s, {} vrrp.state_changed events (both hosts)",
+        t0.elapsed().as_secs_f64(),
+        lat.len()
+    );
+    println!(
+        "bench-failover: keepalived transition -> stored and on the dashboard: median {:.1} ms, p99 {:.1} ms, min {:.1} ms, max {:.1} ms",
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        lat[0],
+        lat[lat.len() - 1]
+    );
+    for a in &mut agents {
+        a.kill(nix::sys::signal::Signal::SIGTERM);
+    }
 }
 
 #[test]
