@@ -490,38 +490,14 @@ fn unacknowledged_batch_is_offered_again_after_one_minute() {
     assert_eq!(rig.status.read().attempts, 1);
 }
 
-/// A self-signed certificate for `localhost`, made by the openssl command line.
+/// The self-signed certificate for `localhost` in tests/fixtures/tls.
 fn self_signed() -> Arc<rustls::ServerConfig> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let d = tempfile::tempdir().unwrap();
-    let (cert, key) = (d.path().join("cert.pem"), d.path().join("key.pem"));
-    let out = std::process::Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-days",
-            "1",
-            "-subj",
-            "/CN=localhost",
-            "-addext",
-            "subjectAltName=DNS:localhost",
-        ])
-        .arg("-keyout")
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("the TLS tests need the openssl command (apt-get install -y openssl)");
-    assert!(
-        out.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tls");
+    let (cert, key) = (
+        dir.join("localhost.cert.pem"),
+        dir.join("localhost.key.pem"),
     );
     let certs = vec![CertificateDer::from_pem_file(&cert).unwrap()];
     let key = PrivateKeyDer::from_pem_file(&key).unwrap();

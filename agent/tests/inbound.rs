@@ -235,6 +235,12 @@ fn register_through_every_stage_connect_deliver_and_keep_secrets_out_of_the_log(
 
     // The server: the client is online with its version, the reading is stored, the
     // queued events are stored once and acknowledged (the agent's queue empties).
+    let log = agent.log();
+    let version = log
+        .lines()
+        .find_map(|l| l.split("vrrp-agent ").nth(1)?.split(" starting").next())
+        .unwrap()
+        .to_string();
     let clients = server.get(&admin, "/api/v1/clients");
     let row = clients
         .as_array()
@@ -245,6 +251,12 @@ fn register_through_every_stage_connect_deliver_and_keep_secrets_out_of_the_log(
         .clone();
     assert_eq!(row["status"], "online", "{row}");
     assert_eq!(row["capabilities"], json!(["vrrp"]));
+    assert_eq!(
+        row["version"],
+        version.as_str(),
+        "AUTH carries the build's version"
+    );
+    assert!(!version.is_empty() && version != "0.0.0");
     wait_for("a stored reading", 20, || {
         let states = server.get(&admin, "/api/v1/keepalived/states");
         states
@@ -360,4 +372,42 @@ fn without_the_register_page_a_pin_only_for_outbound_and_no_route() {
     let (s, _, c) = request("POST", &b.url("/api/connect"), None, None);
     assert_eq!((s, c["connected"].as_bool()), (409, Some(false)), "{c}");
     assert_eq!(b.get("/api/status/connection").2["attempts"], 0);
+}
+
+#[test]
+fn a_failed_write_is_reported_as_a_warning_and_the_agent_still_connects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = Server::new(
+        &tmp.path().join("server"),
+        server_binary(),
+        "127.0.0.1",
+        &[],
+    );
+    server.start();
+    let admin = server.admin();
+    let adir = tmp.path().join("agent");
+    let agent = Agent::start(&adir, CONFIG, free_port());
+    let pin = agent.pin(1);
+    // The config file changes under the agent into something it cannot rewrite.
+    fs::write(adir.join("config.yaml"), "- not a mapping\n").unwrap();
+    let token = server.token(&admin);
+    let (s, b) = agent.register(json!({"url": server.url(), "token": token, "pin": pin}));
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["success"], true);
+    assert!(
+        b["warning"]
+            .as_str()
+            .is_some_and(|w| w.contains("serverUrl")),
+        "{b}"
+    );
+    assert!(adir.join("data/identity.json").exists());
+    wait_for("connected", 20, || {
+        (agent.get("/api/status/connection").2["connected"] == true).then_some(())
+    });
+    let page = agent.get("/register");
+    assert_eq!(
+        page.1.as_deref(),
+        Some("/status"),
+        "closed after a registration with a warning"
+    );
 }
