@@ -10,6 +10,7 @@ pub mod clusters;
 pub mod config;
 pub mod db;
 pub mod evaluation;
+pub mod evaluator;
 pub mod fsutil;
 pub mod http;
 pub mod lifecycle;

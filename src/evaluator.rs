@@ -1,0 +1,947 @@
+//! The cluster evaluator: turns what is observed into confirmed changes and the
+//! events they make (issue 6's state machine), without I/O.
+//!
+//! [`Evaluator::evaluate`] takes the clusters as they are now and the time, and
+//! returns the events to record, the agents to ask for a fresh reading, and when
+//! to look again. A difference from the confirmed state is first pending; it is
+//! confirmed once every live member has delivered a reading after the master-down
+//! interval (3 x advert_int + 1 s) since it was first seen (`unreachable` after
+//! 60 s), and dropped without report if it disappears before.
+
+use crate::activity::Event;
+use crate::clock::iso;
+use crate::clusters::{Cluster, Member};
+use crate::evaluation::{observe, Finding, IncidentHealth, Observed, Roles};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use vrrp_protocol::ActivityLevel;
+
+/// `unreachable` has no agent to deliver a reading; it counts once it lasted this long.
+pub const UNREACHABLE_SECS: i64 = 60;
+/// Margin after the interval before looking again for the readings asked for.
+pub const FOLLOW_UP_MS: i64 = 250;
+
+/// The confirmed part of a cluster's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmed {
+    pub roles: Roles,
+    /// The last host that was master alone: (client id, host).
+    pub master_alone: Option<(String, String)>,
+    /// Incident health as confirmed (`ok` when none is open).
+    pub health: IncidentHealth,
+    pub incident: Option<Incident>,
+    /// `data.cluster` as last confirmed (for a resolution by removal).
+    pub cluster: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incident {
+    pub id: String,
+    pub history: Vec<String>,
+    pub opened_at: DateTime<Utc>,
+    /// The findings of the last event, by identity, with their reasons.
+    pub findings: BTreeMap<String, Finding>,
+}
+
+/// What the confirmed state would become if what is observed now held.
+#[derive(Debug, Clone, PartialEq)]
+struct Target {
+    roles: Roles,
+    health: IncidentHealth,
+    findings: BTreeMap<String, Finding>,
+}
+
+#[derive(Debug, Clone)]
+struct Pending {
+    target: Target,
+    first_seen: DateTime<Utc>,
+    due: DateTime<Utc>,
+    requested: bool,
+}
+
+#[derive(Debug, Clone)]
+struct Tracked {
+    confirmed: Confirmed,
+    pending: Option<Pending>,
+}
+
+/// What one evaluation asks of the thread around it.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    pub events: Vec<Event>,
+    /// Agents to send REQUEST_STATE_UPDATE.
+    pub requests: Vec<String>,
+    /// When to evaluate again even if nothing arrives.
+    pub wake_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Evaluator {
+    clusters: BTreeMap<String, Tracked>,
+    last_request: HashMap<String, DateTime<Utc>>,
+}
+
+/// The master-down interval of a cluster: 3 x the longest advert_int + 1 s.
+pub fn master_down_interval(cluster: &Cluster) -> Duration {
+    let advert = cluster
+        .members
+        .iter()
+        .filter_map(|m| m.instance.get("advertInterval").and_then(Value::as_f64))
+        .fold(1.0_f64, f64::max);
+    Duration::milliseconds((3.0 * advert * 1000.0) as i64 + 1000)
+}
+
+fn read_at(m: &Member) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(m.read_at.as_deref()?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn instance_name(m: &Member) -> String {
+    m.instance
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `data.cluster`: the same in every event of a change.
+pub fn cluster_data(cluster: &Cluster) -> Value {
+    let live_masters: Vec<&Member> = cluster
+        .members
+        .iter()
+        .filter(|m| m.live() && m.state() == "MASTER")
+        .collect();
+    json!({
+        "site": cluster.site,
+        "vrid": cluster.vrid,
+        "networks": cluster.networks,
+        "vips": cluster.vips,
+        "health": cluster.health.as_str(),
+        "master": if live_masters.len() == 1 { json!(live_masters[0].host) } else { Value::Null },
+        "masters": live_masters.iter().map(|m| m.host.clone()).collect::<Vec<_>>(),
+        "members": cluster.members.iter().map(|m| json!({
+            "host": m.host,
+            "clientId": m.client_id,
+            "instanceName": instance_name(m),
+            "state": m.state(),
+            "priority": m.instance.get("priority").cloned().unwrap_or(Value::Null),
+            "effectivePriority": m.instance.get("effectivePriority").cloned().unwrap_or(Value::Null),
+            "online": m.online,
+            "reporting": m.reporting,
+            "readAt": m.read_at,
+            "vips": m.instance.get("vips").cloned().unwrap_or(json!([])),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn findings_map(findings: &[Finding]) -> BTreeMap<String, Finding> {
+    findings.iter().map(|f| (f.identity(), f.clone())).collect()
+}
+
+fn target_of(observed: &Observed, confirmed: &Confirmed) -> Target {
+    // Where nothing can be said, the confirmed part is kept: the roles while no
+    // member is live; both parts while an offline member last reported MASTER.
+    if observed.health == IncidentHealth::NoStatement {
+        return Target {
+            roles: confirmed.roles.clone(),
+            health: confirmed.health,
+            findings: confirmed
+                .incident
+                .as_ref()
+                .map(|i| i.findings.clone())
+                .unwrap_or_default(),
+        };
+    }
+    let roles = if observed.roles == Roles::Unknown {
+        confirmed.roles.clone()
+    } else {
+        observed.roles.clone()
+    };
+    let findings = if observed.health == IncidentHealth::Ok {
+        BTreeMap::new()
+    } else {
+        findings_map(&observed.findings)
+    };
+    Target {
+        roles,
+        health: observed.health,
+        findings,
+    }
+}
+
+fn differs(target: &Target, confirmed: &Confirmed) -> bool {
+    let confirmed_findings = confirmed
+        .incident
+        .as_ref()
+        .map(|i| i.findings.keys().cloned().collect::<BTreeSet<_>>())
+        .unwrap_or_default();
+    target.roles != confirmed.roles
+        || target.health != confirmed.health
+        || (target.health != IncidentHealth::Ok
+            && target.findings.keys().cloned().collect::<BTreeSet<_>>() != confirmed_findings)
+}
+
+impl Evaluator {
+    /// The confirmed state of a cluster, if it was seen.
+    pub fn confirmed(&self, key: &str) -> Option<&Confirmed> {
+        self.clusters.get(key).map(|t| &t.confirmed)
+    }
+
+    /// Evaluates every cluster as it is now.
+    pub fn evaluate(&mut self, clusters: &[Cluster], now: DateTime<Utc>) -> Outcome {
+        let mut out = Outcome::default();
+        let present: BTreeSet<&str> = clusters.iter().map(|c| c.key.as_str()).collect();
+        // A cluster that is gone with an incident open: resolved by removal.
+        let gone: Vec<String> = self
+            .clusters
+            .keys()
+            .filter(|k| !present.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(tracked) = self.clusters.remove(&key) {
+                if let Some(incident) = tracked.confirmed.incident {
+                    out.events.push(resolved(
+                        &tracked.confirmed.cluster,
+                        &incident,
+                        None,
+                        "removed",
+                        tracked.confirmed.health,
+                        now,
+                        None,
+                    ));
+                }
+            }
+        }
+        for cluster in clusters {
+            self.evaluate_one(cluster, now, &mut out);
+        }
+        out
+    }
+
+    fn evaluate_one(&mut self, cluster: &Cluster, now: DateTime<Utc>, out: &mut Outcome) {
+        let observed = observe(cluster);
+        let tracked = self.clusters.entry(cluster.key.clone()).or_insert_with(|| {
+            // First sighting: the roles are taken silently and the health starts
+            // from ok, so an unhealthy cluster still opens an incident.
+            let master_alone = match &observed.roles {
+                Roles::One(id) => cluster
+                    .members
+                    .iter()
+                    .find(|m| &m.client_id == id)
+                    .map(|m| (id.clone(), m.host.clone())),
+                _ => None,
+            };
+            Tracked {
+                confirmed: Confirmed {
+                    roles: observed.roles.clone(),
+                    master_alone,
+                    health: IncidentHealth::Ok,
+                    incident: None,
+                    cluster: cluster_data(cluster),
+                },
+                pending: None,
+            }
+        });
+        let target = target_of(&observed, &tracked.confirmed);
+        if !differs(&target, &tracked.confirmed) {
+            tracked.pending = None;
+            return;
+        }
+        let interval = if target.health == IncidentHealth::Unreachable {
+            Duration::seconds(UNREACHABLE_SECS)
+        } else {
+            master_down_interval(cluster)
+        };
+        let pending = match tracked.pending.take() {
+            Some(p) if p.target == target => p,
+            _ => Pending {
+                target,
+                first_seen: now,
+                due: now + interval,
+                requested: false,
+            },
+        };
+        let live: Vec<&Member> = cluster.members.iter().filter(|m| m.live()).collect();
+        let owing: Vec<&Member> = live
+            .iter()
+            .copied()
+            .filter(|m| read_at(m).is_none_or(|t| t < pending.due))
+            .collect();
+        let confirmed_now = now >= pending.due
+            && (pending.target.health == IncidentHealth::Unreachable || owing.is_empty());
+        if confirmed_now {
+            confirm(
+                &mut tracked.confirmed,
+                &pending,
+                cluster,
+                now,
+                &mut out.events,
+            );
+            return;
+        }
+        let mut pending = pending;
+        if now >= pending.due && !pending.requested {
+            pending.requested = true;
+            for m in owing {
+                let recent = self
+                    .last_request
+                    .get(&m.client_id)
+                    .is_some_and(|t| now - *t < Duration::seconds(1));
+                if !recent && !out.requests.contains(&m.client_id) {
+                    self.last_request.insert(m.client_id.clone(), now);
+                    out.requests.push(m.client_id.clone());
+                }
+            }
+        }
+        let wake = if now < pending.due {
+            pending.due
+        } else {
+            pending.due + Duration::milliseconds(FOLLOW_UP_MS)
+        };
+        let wake = if wake <= now {
+            now + Duration::milliseconds(FOLLOW_UP_MS)
+        } else {
+            wake
+        };
+        out.wake_at = Some(out.wake_at.map_or(wake, |w| w.min(wake)));
+        tracked.pending = Some(pending);
+    }
+}
+
+fn event(
+    kind: &str,
+    level: ActivityLevel,
+    subject_member: Option<&Member>,
+    occurred_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    data: Value,
+    correlation: Option<String>,
+) -> Event {
+    let mut e = Event::server(
+        kind,
+        level,
+        subject_member.map(|m| m.client_id.clone()),
+        data,
+        now,
+    );
+    e.occurred_at = iso(occurred_at);
+    e.correlation_id = correlation;
+    if let Some(m) = subject_member {
+        let mut subject = Map::new();
+        subject.insert("instanceName".into(), json!(instance_name(m)));
+        subject.insert(
+            "vrid".into(),
+            m.instance.get("vrid").cloned().unwrap_or(Value::Null),
+        );
+        subject.insert(
+            "interface".into(),
+            m.instance.get("interface").cloned().unwrap_or(Value::Null),
+        );
+        e.subject = subject;
+    }
+    e
+}
+
+fn resolved(
+    cluster: &Value,
+    incident: &Incident,
+    subject: Option<&Member>,
+    resolution: &str,
+    previous: IncidentHealth,
+    now: DateTime<Utc>,
+    first_seen: Option<DateTime<Utc>>,
+) -> Event {
+    let health = if resolution == "recovered" {
+        json!("ok")
+    } else {
+        Value::Null
+    };
+    let data = json!({
+        "cluster": cluster,
+        "incident": {
+            "id": incident.id,
+            "health": health,
+            "previousHealth": previous.as_str(),
+            "reasons": [],
+            "history": incident.history,
+            "openedAt": iso(incident.opened_at),
+            "confirmedAt": iso(now),
+            "resolvedAt": iso(now),
+            "durationSeconds": (now - incident.opened_at).num_seconds(),
+            "resolution": resolution,
+        },
+    });
+    event(
+        "vrrp.incident_resolved",
+        ActivityLevel::Info,
+        subject,
+        first_seen.unwrap_or(now),
+        now,
+        data,
+        Some(incident.id.clone()),
+    )
+}
+
+/// Makes every event of a confirmed change, role events first, and moves the
+/// confirmed state on.
+fn confirm(
+    confirmed: &mut Confirmed,
+    pending: &Pending,
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+    events: &mut Vec<Event>,
+) {
+    let data_cluster = cluster_data(cluster);
+    let member = |id: &str| cluster.members.iter().find(|m| m.client_id == id);
+    let previous_master = confirmed
+        .master_alone
+        .as_ref()
+        .map(|(_, host)| host.clone());
+    let target = &pending.target;
+
+    if target.roles != confirmed.roles {
+        let role_data = json!({ "cluster": data_cluster, "previousMaster": previous_master });
+        match &target.roles {
+            Roles::One(id) => {
+                let m = member(id);
+                let was_other = !matches!(&confirmed.roles, Roles::One(prev) if prev == id);
+                if was_other {
+                    // For a new master, keepalived's own last transition.
+                    let at = m
+                        .and_then(|m| m.instance.get("lastTransition").and_then(Value::as_str))
+                        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                        .map_or(pending.first_seen, |t| t.with_timezone(&Utc));
+                    events.push(event(
+                        "vrrp.master_changed",
+                        ActivityLevel::Info,
+                        m,
+                        at,
+                        now,
+                        role_data,
+                        None,
+                    ));
+                }
+                confirmed.master_alone = m.map(|m| (id.clone(), m.host.clone()));
+            }
+            Roles::Several(ids) => {
+                let first = ids
+                    .iter()
+                    .filter_map(|id| member(id))
+                    .min_by(|a, b| a.host.cmp(&b.host));
+                events.push(event(
+                    "vrrp.split_brain",
+                    ActivityLevel::Info,
+                    first,
+                    pending.first_seen,
+                    now,
+                    role_data,
+                    None,
+                ));
+            }
+            Roles::None => {
+                let previous = confirmed
+                    .master_alone
+                    .as_ref()
+                    .and_then(|(id, _)| member(id));
+                events.push(event(
+                    "vrrp.master_lost",
+                    ActivityLevel::Info,
+                    previous,
+                    pending.first_seen,
+                    now,
+                    role_data,
+                    None,
+                ));
+            }
+            Roles::Unknown => {}
+        }
+        confirmed.roles = target.roles.clone();
+    }
+
+    // For an incident: the master, else a live member.
+    let subject = cluster
+        .members
+        .iter()
+        .find(|m| m.live() && m.state() == "MASTER")
+        .or_else(|| cluster.members.iter().find(|m| m.live()));
+    let reasons: Vec<Value> = target.findings.values().map(Finding::to_json).collect();
+    let previous = confirmed.health;
+    match (confirmed.incident.take(), target.health) {
+        (None, IncidentHealth::Ok) => {}
+        (None, health) => {
+            let incident = Incident {
+                id: uuid::Uuid::new_v4().to_string(),
+                history: vec![health.as_str().unwrap_or_default().to_owned()],
+                opened_at: pending.first_seen,
+                findings: target.findings.clone(),
+            };
+            let data = json!({ "cluster": data_cluster, "incident": {
+                "id": incident.id, "health": health.as_str(), "previousHealth": previous.as_str(), "reasons": reasons,
+                "history": incident.history, "openedAt": iso(incident.opened_at), "confirmedAt": iso(now),
+            }});
+            events.push(event(
+                "vrrp.incident_opened",
+                ActivityLevel::Warning,
+                subject,
+                pending.first_seen,
+                now,
+                data,
+                Some(incident.id.clone()),
+            ));
+            confirmed.incident = Some(incident);
+        }
+        (Some(incident), IncidentHealth::Ok) => {
+            events.push(resolved(
+                &data_cluster,
+                &incident,
+                subject,
+                "recovered",
+                previous,
+                now,
+                Some(pending.first_seen),
+            ));
+        }
+        (Some(mut incident), health) => {
+            let added: Vec<String> = target
+                .findings
+                .iter()
+                .filter(|(k, _)| !incident.findings.contains_key(*k))
+                .map(|(_, f)| f.text())
+                .collect();
+            let cleared: Vec<String> = incident
+                .findings
+                .iter()
+                .filter(|(k, _)| !target.findings.contains_key(*k))
+                .map(|(_, f)| f.text())
+                .collect();
+            if health != previous || !added.is_empty() || !cleared.is_empty() {
+                if health != previous {
+                    incident
+                        .history
+                        .push(health.as_str().unwrap_or_default().to_owned());
+                }
+                incident.findings = target.findings.clone();
+                let data = json!({ "cluster": data_cluster, "incident": {
+                    "id": incident.id, "health": health.as_str(), "previousHealth": previous.as_str(), "reasons": reasons,
+                    "history": incident.history, "openedAt": iso(incident.opened_at), "confirmedAt": iso(now),
+                    "added": added, "cleared": cleared,
+                }});
+                events.push(event(
+                    "vrrp.incident_updated",
+                    ActivityLevel::Warning,
+                    subject,
+                    pending.first_seen,
+                    now,
+                    data,
+                    Some(incident.id.clone()),
+                ));
+            }
+            confirmed.incident = Some(incident);
+        }
+    }
+    confirmed.health = target.health;
+    confirmed.cluster = data_cluster;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clusters::{group, HostView};
+    use chrono::TimeZone;
+
+    struct Host {
+        online: bool,
+        reporting: bool,
+        state: &'static str,
+        vips: Vec<&'static str>,
+        read_at: DateTime<Utc>,
+        transition: DateTime<Utc>,
+    }
+
+    /// Hosts of one cluster (VRID 51, 192.0.2.0/24, advert_int 1 s: interval 4 s)
+    /// on a clock the test moves.
+    struct Sim {
+        evaluator: Evaluator,
+        now: DateTime<Utc>,
+        hosts: BTreeMap<&'static str, Host>,
+    }
+
+    impl Sim {
+        fn new(hosts: &[(&'static str, &'static str)]) -> Sim {
+            let now = Utc.with_ymd_and_hms(2026, 11, 21, 9, 0, 0).unwrap();
+            let hosts = hosts
+                .iter()
+                .map(|(h, s)| {
+                    (
+                        *h,
+                        Host {
+                            online: true,
+                            reporting: true,
+                            state: s,
+                            vips: vec!["192.0.2.100/24"],
+                            read_at: now,
+                            transition: now,
+                        },
+                    )
+                })
+                .collect();
+            Sim {
+                evaluator: Evaluator::default(),
+                now,
+                hosts,
+            }
+        }
+
+        fn clusters(&self) -> Vec<Cluster> {
+            let views: Vec<HostView> = self
+                .hosts
+                .iter()
+                .map(|(h, s)| HostView {
+                    client_id: format!("id-{h}"),
+                    site: None,
+                    host: h.to_string(),
+                    online: s.online,
+                    readable: s.reporting,
+                    instances: vec![json!({ "name": "VI_1", "vrid": 51, "state": s.state, "vips": s.vips, "advertInterval": 1,
+                                           "priority": 100, "lastTransition": iso(s.transition), "interface": "eth0" })],
+                    read_at: Some(iso(s.read_at)),
+                })
+                .collect();
+            group(&views)
+        }
+
+        /// keepalived on `host` reports `state` (a reading arrives now).
+        fn state(&mut self, host: &str, state: &'static str) {
+            let now = self.now;
+            let h = self.hosts.get_mut(host).unwrap();
+            if h.state != state {
+                h.transition = now;
+            }
+            h.state = state;
+            h.read_at = now;
+        }
+
+        /// Every connected host delivers a reading now.
+        fn readings(&mut self) {
+            let now = self.now;
+            for h in self.hosts.values_mut().filter(|h| h.online) {
+                h.read_at = now;
+            }
+        }
+
+        fn at(&mut self, ms: i64) -> Outcome {
+            self.now += Duration::milliseconds(ms);
+            let clusters = self.clusters();
+            self.evaluator.evaluate(&clusters, self.now)
+        }
+
+        fn kinds(out: &Outcome) -> Vec<&str> {
+            out.events.iter().map(|e| e.kind.as_str()).collect()
+        }
+    }
+
+    #[test]
+    fn a_healthy_cluster_seen_first_says_nothing() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        for _ in 0..10 {
+            sim.readings();
+            let out = sim.at(5000);
+            assert!(out.events.is_empty() && out.requests.is_empty() && out.wake_at.is_none());
+        }
+    }
+
+    #[test]
+    fn a_failover_is_confirmed_after_the_interval_and_fresh_readings() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.at(0);
+        sim.state("a", "BACKUP");
+        sim.state("b", "MASTER");
+        let transition = sim.now;
+        let out = sim.at(0);
+        assert!(out.events.is_empty(), "pending first");
+        assert_eq!(
+            out.wake_at,
+            Some(sim.now + Duration::seconds(4)),
+            "master-down interval 3 x 1 s + 1 s"
+        );
+        // The interval passes without readings: both are asked, once.
+        let out = sim.at(4000);
+        assert!(out.events.is_empty());
+        assert_eq!(out.requests, ["id-a", "id-b"]);
+        assert_eq!(out.wake_at, Some(sim.now + Duration::milliseconds(250)));
+        assert!(sim.at(100).requests.is_empty(), "once per pending change");
+        // One reading is not enough; both are.
+        sim.hosts.get_mut("a").unwrap().read_at = sim.now;
+        assert!(sim.at(10).events.is_empty());
+        sim.hosts.get_mut("b").unwrap().read_at = sim.now;
+        let out = sim.at(10);
+        assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
+        let e = &out.events[0];
+        assert_eq!(e.client_id.as_deref(), Some("id-b"));
+        assert_eq!(e.subject["instanceName"], "VI_1");
+        assert_eq!(
+            e.occurred_at,
+            iso(transition),
+            "keepalived's own transition time"
+        );
+        assert_eq!(e.data["previousMaster"], "a");
+        assert_eq!(e.data["cluster"]["master"], "b");
+        assert_eq!(e.data["cluster"]["members"].as_array().unwrap().len(), 2);
+        assert!(sim.at(5000).events.is_empty(), "reported once");
+    }
+
+    #[test]
+    fn a_flap_shorter_than_the_interval_reports_nothing() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.at(0);
+        sim.state("a", "BACKUP");
+        sim.state("b", "MASTER");
+        assert!(sim.at(0).events.is_empty());
+        sim.state("a", "MASTER");
+        sim.state("b", "BACKUP");
+        let out = sim.at(2000);
+        assert!(
+            out.events.is_empty() && out.wake_at.is_none(),
+            "the change disappeared before confirmation"
+        );
+        sim.readings();
+        assert!(sim.at(5000).events.is_empty());
+    }
+
+    #[test]
+    fn an_offline_master_makes_no_statement() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.at(0);
+        sim.hosts.get_mut("a").unwrap().online = false;
+        for _ in 0..5 {
+            sim.readings();
+            let out = sim.at(10_000);
+            assert!(
+                out.events.is_empty() && out.wake_at.is_none(),
+                "{:?}",
+                Sim::kinds(&out)
+            );
+        }
+    }
+
+    #[test]
+    fn split_brain_opens_an_incident_and_healing_resolves_it() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.at(0);
+        sim.state("b", "MASTER");
+        sim.at(0);
+        sim.readings();
+        sim.at(4000);
+        sim.readings();
+        let out = sim.at(1);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.split_brain", "vrrp.incident_opened"],
+            "role events first"
+        );
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+        assert_eq!(
+            out.events[0].data["cluster"], out.events[1].data["cluster"],
+            "the same data.cluster"
+        );
+        let incident = &out.events[1].data["incident"];
+        assert_eq!(
+            (
+                incident["health"].as_str(),
+                incident["previousHealth"].as_str()
+            ),
+            (Some("split-brain"), Some("ok"))
+        );
+        assert_eq!(incident["reasons"][0]["type"], "split-brain");
+        assert_eq!(incident["reasons"][0]["hosts"], json!(["a", "b"]));
+        assert_eq!(incident["history"], json!(["split-brain"]));
+        let id = incident["id"].as_str().unwrap().to_owned();
+        assert_eq!(out.events[1].correlation_id.as_deref(), Some(id.as_str()));
+        assert_eq!(out.events[1].level, ActivityLevel::Warning);
+
+        sim.state("b", "BACKUP");
+        sim.at(0);
+        sim.readings();
+        sim.at(4000);
+        sim.readings();
+        let out = sim.at(1);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.master_changed", "vrrp.incident_resolved"],
+            "a master alone after a split brain is a change"
+        );
+        let r = &out.events[1].data["incident"];
+        assert_eq!(
+            (
+                r["resolution"].as_str(),
+                r["health"].as_str(),
+                r["id"].as_str()
+            ),
+            (Some("recovered"), Some("ok"), Some(id.as_str()))
+        );
+        assert_eq!(r["reasons"], json!([]));
+        assert_eq!(r["durationSeconds"], 8);
+        assert_eq!(out.events[1].level, ActivityLevel::Info);
+    }
+
+    #[test]
+    fn a_second_host_in_fault_updates_the_incident_with_what_was_added() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
+        sim.at(0);
+        sim.state("b", "FAULT");
+        sim.at(0);
+        sim.readings();
+        sim.at(4000);
+        sim.readings();
+        let out = sim.at(1);
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_opened"]);
+        assert_eq!(out.events[0].data["incident"]["health"], "degraded");
+        assert_eq!(
+            out.events[0].client_id.as_deref(),
+            Some("id-a"),
+            "an incident names the master"
+        );
+        sim.state("c", "FAULT");
+        sim.at(0);
+        sim.readings();
+        sim.at(4000);
+        sim.readings();
+        let out = sim.at(1);
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+        let i = &out.events[0].data["incident"];
+        assert_eq!(
+            (i["health"].as_str(), i["previousHealth"].as_str()),
+            (Some("degraded"), Some("degraded"))
+        );
+        assert_eq!(i["added"], json!(["c is in FAULT."]));
+        assert_eq!(i["cleared"], json!([]));
+        assert_eq!(i["reasons"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            i["history"],
+            json!(["degraded"]),
+            "the health did not change"
+        );
+    }
+
+    #[test]
+    fn a_cluster_that_disappears_with_an_incident_open_is_resolved_as_removed() {
+        let mut sim = Sim::new(&[("a", "MASTER")]);
+        sim.at(0);
+        sim.readings();
+        sim.at(4000);
+        sim.readings();
+        let out = sim.at(1);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.incident_opened"],
+            "first seen unhealthy (one host) still opens an incident"
+        );
+        assert_eq!(
+            out.events[0].data["incident"]["reasons"][0]["type"],
+            "single-member"
+        );
+        let out = sim.evaluator.evaluate(&[], sim.now + Duration::seconds(1));
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_resolved"]);
+        let i = &out.events[0].data["incident"];
+        assert_eq!(
+            (i["resolution"].as_str(), i["health"].clone()),
+            (Some("removed"), Value::Null)
+        );
+        assert_eq!(
+            out.events[0].data["cluster"]["vrid"], 51,
+            "the cluster as last confirmed"
+        );
+    }
+
+    #[test]
+    fn unreachable_counts_after_60_s_and_keeps_the_roles() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.at(0);
+        for h in sim.hosts.values_mut() {
+            h.online = false;
+        }
+        let out = sim.at(0);
+        assert!(out.events.is_empty());
+        assert_eq!(out.wake_at, Some(sim.now + Duration::seconds(60)));
+        assert!(sim.at(59_000).events.is_empty());
+        let out = sim.at(1000);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.incident_opened"],
+            "no role event: nothing can be said of the roles"
+        );
+        assert_eq!(
+            out.events[0].data["incident"]["reasons"][0]["hosts"],
+            json!(["a", "b"])
+        );
+        assert_eq!(
+            sim.evaluator.confirmed("|51|192.0.2.0/24").unwrap().roles,
+            Roles::One("id-a".into())
+        );
+    }
+
+    #[test]
+    fn master_lost_names_the_previous_master() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.at(0);
+        sim.state("a", "BACKUP");
+        sim.at(0);
+        sim.readings();
+        sim.at(4000);
+        sim.readings();
+        let out = sim.at(1);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.master_lost", "vrrp.incident_opened"]
+        );
+        assert_eq!(out.events[0].client_id.as_deref(), Some("id-a"));
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+        assert_eq!(out.events[1].data["incident"]["health"], "no-master");
+    }
+
+    #[test]
+    fn an_agent_owing_readings_to_two_clusters_is_asked_once() {
+        let t0 = Utc.with_ymd_and_hms(2026, 11, 21, 9, 0, 0).unwrap();
+        let view = |h: &str, s1: &str, s2: &str| HostView {
+            client_id: format!("id-{h}"),
+            site: None,
+            host: h.into(),
+            online: true,
+            readable: true,
+            instances: vec![
+                json!({ "name": "VI_1", "vrid": 51, "state": s1, "vips": ["192.0.2.100/24"] }),
+                json!({ "name": "VI_2", "vrid": 52, "state": s2, "vips": ["198.51.100.100/24"] }),
+            ],
+            read_at: Some(iso(t0)),
+        };
+        let mut ev = Evaluator::default();
+        ev.evaluate(
+            &group(&[view("a", "MASTER", "MASTER"), view("b", "BACKUP", "BACKUP")]),
+            t0,
+        );
+        // VI_1 fails over, VI_2 half a second later; nobody sends a reading.
+        let first = group(&[view("a", "BACKUP", "MASTER"), view("b", "MASTER", "BACKUP")]);
+        assert!(ev.evaluate(&first, t0).requests.is_empty());
+        let both = group(&[view("a", "BACKUP", "BACKUP"), view("b", "MASTER", "MASTER")]);
+        assert!(ev
+            .evaluate(&both, t0 + Duration::milliseconds(500))
+            .requests
+            .is_empty());
+        let out = ev.evaluate(&both, t0 + Duration::seconds(4));
+        assert_eq!(out.requests, ["id-a", "id-b"], "VI_1's interval is over");
+        let out = ev.evaluate(&both, t0 + Duration::milliseconds(4500));
+        assert!(
+            out.requests.is_empty(),
+            "VI_2's interval is over too, but both were asked 0.5 s ago"
+        );
+        assert!(
+            ev.evaluate(&both, t0 + Duration::seconds(6))
+                .requests
+                .is_empty(),
+            "once per pending change"
+        );
+    }
+}
