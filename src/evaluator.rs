@@ -638,6 +638,16 @@ mod tests {
             self.evaluator.evaluate(&clusters, self.now)
         }
 
+        /// After a change: the interval passes, every host delivers a fresh reading,
+        /// and the evaluator looks again.
+        fn settle(&mut self) -> Outcome {
+            self.at(0);
+            self.readings();
+            self.at(4000);
+            self.readings();
+            self.at(1)
+        }
+
         fn kinds(out: &Outcome) -> Vec<&str> {
             out.events.iter().map(|e| e.kind.as_str()).collect()
         }
@@ -732,11 +742,7 @@ mod tests {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
         sim.at(0);
         sim.state("b", "MASTER");
-        sim.at(0);
-        sim.readings();
-        sim.at(4000);
-        sim.readings();
-        let out = sim.at(1);
+        let out = sim.settle();
         assert_eq!(
             Sim::kinds(&out),
             ["vrrp.split_brain", "vrrp.incident_opened"],
@@ -763,11 +769,7 @@ mod tests {
         assert_eq!(out.events[1].level, ActivityLevel::Warning);
 
         sim.state("b", "BACKUP");
-        sim.at(0);
-        sim.readings();
-        sim.at(4000);
-        sim.readings();
-        let out = sim.at(1);
+        let out = sim.settle();
         assert_eq!(
             Sim::kinds(&out),
             ["vrrp.master_changed", "vrrp.incident_resolved"],
@@ -792,11 +794,7 @@ mod tests {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
         sim.at(0);
         sim.state("b", "FAULT");
-        sim.at(0);
-        sim.readings();
-        sim.at(4000);
-        sim.readings();
-        let out = sim.at(1);
+        let out = sim.settle();
         assert_eq!(Sim::kinds(&out), ["vrrp.incident_opened"]);
         assert_eq!(out.events[0].data["incident"]["health"], "degraded");
         assert_eq!(
@@ -805,11 +803,7 @@ mod tests {
             "an incident names the master"
         );
         sim.state("c", "FAULT");
-        sim.at(0);
-        sim.readings();
-        sim.at(4000);
-        sim.readings();
-        let out = sim.at(1);
+        let out = sim.settle();
         assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
         let i = &out.events[0].data["incident"];
         assert_eq!(
@@ -829,11 +823,7 @@ mod tests {
     #[test]
     fn a_cluster_that_disappears_with_an_incident_open_is_resolved_as_removed() {
         let mut sim = Sim::new(&[("a", "MASTER")]);
-        sim.at(0);
-        sim.readings();
-        sim.at(4000);
-        sim.readings();
-        let out = sim.at(1);
+        let out = sim.settle();
         assert_eq!(
             Sim::kinds(&out),
             ["vrrp.incident_opened"],
@@ -888,11 +878,7 @@ mod tests {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
         sim.at(0);
         sim.state("a", "BACKUP");
-        sim.at(0);
-        sim.readings();
-        sim.at(4000);
-        sim.readings();
-        let out = sim.at(1);
+        let out = sim.settle();
         assert_eq!(
             Sim::kinds(&out),
             ["vrrp.master_lost", "vrrp.incident_opened"]
