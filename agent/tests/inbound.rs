@@ -265,6 +265,31 @@ fn register_through_every_stage_connect_deliver_and_keep_secrets_out_of_the_log(
             .any(|s| s["clientId"] == client_id.as_str() && s["running"] == false)
             .then_some(())
     });
+    // The server's refresh (REQUEST_STATE_UPDATE): an unchanged reading is sent at once,
+    // long before the 30 s resend would send it.
+    let received = |server: &Server| {
+        server
+            .get(&admin, "/api/v1/keepalived/states")
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["clientId"] == client_id.as_str())
+            .map(|s| s["receivedAt"].clone())
+    };
+    let before = received(&server);
+    let (s, _, b) = request(
+        "POST",
+        &format!(
+            "{}/api/v1/clients/{client_id}/keepalived/refresh",
+            server.url()
+        ),
+        Some(&admin),
+        None,
+    );
+    assert_eq!(s, 200, "{b}");
+    wait_for("the refreshed reading", 10, || {
+        (received(&server) != before).then_some(())
+    });
     wait_for("both events on the server", 20, || {
         let acts = server.get(&admin, "/api/v1/activity");
         let ids: Vec<_> = acts
