@@ -131,6 +131,7 @@ fn register_through_every_stage_connect_deliver_and_keep_secrets_out_of_the_log(
         "127.0.0.1",
         &[],
     );
+    server.log_level = "trace"; // the log scan covers the server's most verbose level too
     server.start();
     let admin = server.admin();
 

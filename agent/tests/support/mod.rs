@@ -107,6 +107,7 @@ pub struct Server {
     /// Prefix for running it elsewhere (`ip netns exec <ns>`).
     pub wrap: Vec<String>,
     pub log: PathBuf,
+    pub log_level: &'static str,
 }
 
 impl Server {
@@ -120,6 +121,7 @@ impl Server {
             host: host.to_string(),
             wrap: wrap.iter().map(|s| s.to_string()).collect(),
             log: dir.join("server.log"),
+            log_level: "info",
         }
     }
 
@@ -147,7 +149,7 @@ impl Server {
             .env("SVC_SERVER_PORT", self.port.to_string())
             .env("SVC_ADMIN_PASSWORD", ADMIN_PASSWORD)
             .env("LOG_FORMAT", "json")
-            .env("LOG_LEVEL", "info")
+            .env("LOG_LEVEL", self.log_level)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
