@@ -223,11 +223,9 @@ pub fn main() -> i32 {
         routes.register_page,
         identity.clone(),
         config.server_url.clone(),
-        if config.tls.is_some() {
-            "https"
-        } else {
-            "http"
-        },
+        // The scheme the web server actually speaks: it has no TLS listener yet, so a
+        // `tls` block does not make the PIN block claim https.
+        web::SCHEME,
         config.listen_port,
         mode == Mode::Unregistered && config.server_url.is_none(),
     ));
@@ -270,7 +268,7 @@ pub fn main() -> i32 {
             bind,
         ) {
             Ok(Some(h)) => {
-                log::info!("Web server listening on http://{}", h.addr);
+                log::info!("Web server listening on {}://{}", web::SCHEME, h.addr);
                 reg.log_pin();
                 Some(h)
             }

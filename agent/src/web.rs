@@ -21,6 +21,9 @@ use crate::lifecycle::Mode;
 use crate::reader::{SharedStatus, Trigger, TriggerSource};
 use crate::register::RegShared;
 
+/// The scheme the local web server speaks (tiny_http without a TLS listener).
+pub const SCHEME: &str = "http";
+
 /// Notify endpoint body limit.
 pub const MAX_NOTIFY_BODY: usize = 1024;
 
