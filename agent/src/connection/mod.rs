@@ -271,7 +271,13 @@ impl Conn {
                 at.saturating_duration_since(now)
             });
             let wait = self.d.clock.wait_hint(want);
-            let msg = inbox.rx.recv_timeout(wait);
+            // Readings arrive while disconnected too: waking for them keeps their channel
+            // empty instead of holding an hour of readings.
+            let msg = crossbeam_channel::select! {
+                recv(inbox.rx) -> m => m.map_err(|_| ()),
+                recv(inbox.notes) -> _ => Err(()),
+                default(wait) => Err(()),
+            };
             inbox.drain_wake();
             // Readings while disconnected are not sent: connecting takes a fresh one.
             while inbox.notes.try_recv().is_ok() {}
