@@ -22,3 +22,4 @@ pub mod schedulers;
 pub mod secrets;
 pub mod settings;
 pub mod users;
+pub mod webhooks;

@@ -1,0 +1,4 @@
+//! Webhooks: templated deliveries of activity events to chat, paging and any
+//! HTTP endpoint. The template language lives in [`template`].
+
+pub mod template;

@@ -1,0 +1,939 @@
+//! The webhook template language (interface of the original implementation, see
+//! design.md): a JSON document rendered on its parsed tree, never as text.
+//!
+//! [`compile`] checks a template once (at save) and refuses it with the location
+//! and what was expected; [`Template::render`] fills it from the context
+//! `{event, client, webhook}`. Strings hold placeholders `{{path | filter}}`: a
+//! string that is one placeholder keeps the type of what it names, inside text it
+//! becomes text. Objects may be directives: `$if`, `$map`, `$join`.
+
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// Directives nest at most this deep.
+pub const MAX_DIRECTIVE_DEPTH: usize = 8;
+/// The template's JSON nests at most this deep.
+pub const MAX_DEPTH: usize = 64;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TemplateError {
+    /// Where: `content.$join`, `hosts.$map.each(m)`, `tags[2]` (`$` for the root).
+    pub location: String,
+    pub message: String,
+}
+
+impl fmt::Display for TemplateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.location, self.message)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Seg {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Path {
+    root: String,
+    segs: Vec<Seg>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Filter {
+    Default(Value),
+    Join(String),
+    Map(Vec<Seg>),
+    Upper,
+    Lower,
+    Truncate(usize),
+    Date(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Expr {
+    path: Path,
+    filters: Vec<Filter>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Part {
+    Text(String),
+    Expr(Expr),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Cond {
+    Truthy(Path),
+    Not(Path),
+    Eq(Path, Value),
+    Ne(Path, Value),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Node {
+    Literal(Value),
+    /// A string that is exactly one placeholder: keeps the type.
+    Whole(Expr),
+    /// Text with placeholders.
+    Text(Vec<Part>),
+    Array(Vec<Node>),
+    Object(Vec<(Vec<Part>, Node)>),
+    If {
+        cond: Cond,
+        then: Option<Box<Node>>,
+        otherwise: Option<Box<Node>>,
+    },
+    Map {
+        path: Path,
+        var: String,
+        index: Option<String>,
+        each: Box<Node>,
+    },
+    Join {
+        inner: Box<Node>,
+        with: String,
+    },
+}
+
+/// A compiled template.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Template {
+    root: Node,
+}
+
+const ROOTS: [&str; 3] = ["event", "client", "webhook"];
+
+struct Compiler {
+    /// Loop variables in scope.
+    vars: Vec<String>,
+}
+
+fn err(location: &str, message: impl Into<String>) -> TemplateError {
+    TemplateError {
+        location: if location.is_empty() {
+            "$".into()
+        } else {
+            location.into()
+        },
+        message: message.into(),
+    }
+}
+
+fn child(location: &str, key: &str) -> String {
+    if location.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{location}.{key}")
+    }
+}
+
+/// Compiles a JSON template.
+pub fn compile(text: &str) -> Result<Template, TemplateError> {
+    let value: Value =
+        serde_json::from_str(text).map_err(|e| err("", format!("not valid JSON: {e}")))?;
+    Ok(Template {
+        root: Compiler { vars: Vec::new() }.node(&value, "", 0, 0)?,
+    })
+}
+
+/// Compiles text with placeholders (a URL or a header value).
+pub fn compile_text(text: &str, location: &str) -> Result<TextTemplate, TemplateError> {
+    Ok(TextTemplate(
+        Compiler { vars: Vec::new() }.parts(text, location)?,
+    ))
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextTemplate(Vec<Part>);
+
+impl TextTemplate {
+    pub fn render(&self, ctx: &Value) -> String {
+        render_parts(&self.0, ctx, &mut Vec::new())
+    }
+}
+
+impl Compiler {
+    fn node(
+        &mut self,
+        v: &Value,
+        at: &str,
+        depth: usize,
+        directives: usize,
+    ) -> Result<Node, TemplateError> {
+        if depth > MAX_DEPTH {
+            return Err(err(
+                at,
+                format!("the template nests deeper than {MAX_DEPTH}"),
+            ));
+        }
+        match v {
+            Value::String(s) => self.string(s, at),
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.node(item, &format!("{at}[{i}]"), depth + 1, directives))
+                .collect::<Result<_, _>>()
+                .map(Node::Array),
+            Value::Object(map) => self.object(map, at, depth, directives),
+            other => Ok(Node::Literal(other.clone())),
+        }
+    }
+
+    fn string(&mut self, s: &str, at: &str) -> Result<Node, TemplateError> {
+        let parts = self.parts(s, at)?;
+        Ok(match parts.as_slice() {
+            [] => Node::Literal(Value::String(String::new())),
+            [Part::Text(t)] => Node::Literal(Value::String(t.clone())),
+            [Part::Expr(e)] if s.trim().starts_with("{{") && s.trim().ends_with("}}") => {
+                Node::Whole(e.clone())
+            }
+            _ => Node::Text(parts),
+        })
+    }
+
+    fn object(
+        &mut self,
+        map: &Map<String, Value>,
+        at: &str,
+        depth: usize,
+        directives: usize,
+    ) -> Result<Node, TemplateError> {
+        let directive = ["$if", "$map", "$join"]
+            .into_iter()
+            .find(|d| map.contains_key(*d));
+        let Some(directive) = directive else {
+            let mut fields = Vec::new();
+            for (key, value) in map {
+                // `$$` escapes a key that would otherwise start with `$`.
+                let key = key
+                    .strip_prefix("$$")
+                    .map(|k| format!("${k}"))
+                    .unwrap_or_else(|| key.clone());
+                let loc = child(at, &key);
+                fields.push((
+                    self.parts(&key, &loc)?,
+                    self.node(value, &loc, depth + 1, directives)?,
+                ));
+            }
+            return Ok(Node::Object(fields));
+        };
+        let here = child(at, directive);
+        if directives + 1 > MAX_DIRECTIVE_DEPTH {
+            return Err(err(
+                &here,
+                format!("directives nest deeper than {MAX_DIRECTIVE_DEPTH}"),
+            ));
+        }
+        let only = |allowed: &[&str]| -> Result<(), TemplateError> {
+            let permitted = |k: &str| {
+                allowed.contains(&k) || (k.starts_with("each(") && allowed.contains(&"each"))
+            };
+            match map.keys().find(|k| !permitted(k)) {
+                Some(k) => Err(err(
+                    &here,
+                    format!(
+                        "a {directive} object holds only {}; found \"{k}\"",
+                        allowed.join(", ")
+                    ),
+                )),
+                None => Ok(()),
+            }
+        };
+        match directive {
+            "$if" => {
+                only(&["$if", "then", "else"])?;
+                let cond = map["$if"]
+                    .as_str()
+                    .ok_or_else(|| err(&here, "expected a condition string"))?;
+                let cond = self.condition(cond, &here)?;
+                let branch =
+                    |c: &mut Compiler, key: &str| -> Result<Option<Box<Node>>, TemplateError> {
+                        map.get(key)
+                            .map(|v| {
+                                c.node(v, &child(at, key), depth + 1, directives + 1)
+                                    .map(Box::new)
+                            })
+                            .transpose()
+                    };
+                let then = branch(self, "then")?;
+                let otherwise = branch(self, "else")?;
+                Ok(Node::If {
+                    cond,
+                    then,
+                    otherwise,
+                })
+            }
+            "$map" => {
+                only(&["$map", "each"])?;
+                let path_text = map["$map"]
+                    .as_str()
+                    .ok_or_else(|| err(&here, "expected a path"))?;
+                let path = self.path(path_text.trim(), &here)?;
+                let each: Vec<(&String, &Value)> =
+                    map.iter().filter(|(k, _)| k.starts_with("each(")).collect();
+                let [(each_key, each_value)] = each.as_slice() else {
+                    return Err(err(&here, "expected one each(m) or each(m, i) beside $map"));
+                };
+                let vars = each_key
+                    .strip_prefix("each(")
+                    .and_then(|r| r.strip_suffix(')'))
+                    .ok_or_else(|| {
+                        err(&child(&here, each_key), "expected each(m) or each(m, i)")
+                    })?;
+                let names: Vec<&str> = vars.split(',').map(str::trim).collect();
+                let valid = |n: &str| {
+                    !n.is_empty()
+                        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                        && !ROOTS.contains(&n)
+                };
+                let (var, index) = match names.as_slice() {
+                    [m] if valid(m) => (m.to_string(), None),
+                    [m, i] if valid(m) && valid(i) && m != i => {
+                        (m.to_string(), Some(i.to_string()))
+                    }
+                    _ => {
+                        return Err(err(
+                            &child(&here, each_key),
+                            "expected each(m) or each(m, i) with plain names",
+                        ))
+                    }
+                };
+                self.vars.push(var.clone());
+                if let Some(i) = &index {
+                    self.vars.push(i.clone());
+                }
+                let each = self.node(
+                    each_value,
+                    &child(&here, each_key),
+                    depth + 1,
+                    directives + 1,
+                );
+                self.vars.pop();
+                if index.is_some() {
+                    self.vars.pop();
+                }
+                Ok(Node::Map {
+                    path,
+                    var,
+                    index,
+                    each: Box::new(each?),
+                })
+            }
+            _ => {
+                only(&["$join", "with"])?;
+                let with = match map.get("with") {
+                    None => ", ".to_owned(),
+                    Some(Value::String(s)) => s.clone(),
+                    Some(_) => return Err(err(&child(at, "with"), "expected a string")),
+                };
+                let inner = self.node(&map["$join"], &here, depth + 1, directives + 1)?;
+                Ok(Node::Join {
+                    inner: Box::new(inner),
+                    with,
+                })
+            }
+        }
+    }
+
+    /// Splits text into literal parts and placeholders.
+    fn parts(&mut self, s: &str, at: &str) -> Result<Vec<Part>, TemplateError> {
+        let mut parts = Vec::new();
+        let mut rest = s;
+        while let Some(open) = rest.find("{{") {
+            if open > 0 {
+                parts.push(Part::Text(rest[..open].to_owned()));
+            }
+            let after = &rest[open + 2..];
+            let close = after
+                .find("}}")
+                .ok_or_else(|| err(at, "a placeholder {{ is not closed with }}"))?;
+            parts.push(Part::Expr(self.expr(&after[..close], at)?));
+            rest = &after[close + 2..];
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_owned()));
+        }
+        Ok(parts)
+    }
+
+    fn expr(&mut self, text: &str, at: &str) -> Result<Expr, TemplateError> {
+        let pieces = split_top(text, '|');
+        let path = self.path(pieces[0].trim(), at)?;
+        let filters = pieces[1..]
+            .iter()
+            .map(|f| filter(f.trim(), at))
+            .collect::<Result<_, _>>()?;
+        Ok(Expr { path, filters })
+    }
+
+    fn path(&self, text: &str, at: &str) -> Result<Path, TemplateError> {
+        let mut segs = segments(text).ok_or_else(|| {
+            err(
+                at,
+                format!("\"{text}\" is not a path (names and indexes joined by dots)"),
+            )
+        })?;
+        let Some(Seg::Key(root)) = (!segs.is_empty()).then(|| segs.remove(0)) else {
+            return Err(err(at, format!("\"{text}\" does not start with a name")));
+        };
+        if !ROOTS.contains(&root.as_str()) && !self.vars.contains(&root) {
+            return Err(err(
+                at,
+                format!("\"{root}\" is not event, client, webhook or a $map variable in scope"),
+            ));
+        }
+        Ok(Path { root, segs })
+    }
+
+    fn condition(&self, text: &str, at: &str) -> Result<Cond, TemplateError> {
+        let text = text.trim();
+        for (op, ne) in [("!=", true), ("==", false)] {
+            if let Some((l, r)) = text.split_once(op) {
+                let path = self.path(l.trim(), at)?;
+                let lit = literal(r.trim())
+                    .ok_or_else(|| err(at, format!("\"{}\" is not a literal", r.trim())))?;
+                return Ok(if ne {
+                    Cond::Ne(path, lit)
+                } else {
+                    Cond::Eq(path, lit)
+                });
+            }
+        }
+        match text.strip_prefix('!') {
+            Some(p) => Ok(Cond::Not(self.path(p.trim(), at)?)),
+            None => Ok(Cond::Truthy(self.path(text, at)?)),
+        }
+    }
+}
+
+/// Splits on `sep` outside quotes and parentheses.
+fn split_top(text: &str, sep: char) -> Vec<&str> {
+    let (mut out, mut start, mut depth, mut quote) = (Vec::new(), 0, 0i32, None::<char>);
+    for (i, c) in text.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '(') => depth += 1,
+            (None, ')') => depth -= 1,
+            (None, c) if c == sep && depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + c.len_utf8();
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+fn segments(text: &str) -> Option<Vec<Seg>> {
+    if text.is_empty() {
+        return None;
+    }
+    text.split('.')
+        .map(|s| {
+            if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+                s.parse().ok().map(Seg::Index)
+            } else if !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+            {
+                Some(Seg::Key(s.to_owned()))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// A literal: a JSON value, or 'single-quoted text'.
+fn literal(text: &str) -> Option<Value> {
+    if let Some(inner) = text.strip_prefix('\'').and_then(|t| t.strip_suffix('\'')) {
+        return Some(Value::String(inner.to_owned()));
+    }
+    serde_json::from_str(text).ok()
+}
+
+fn filter(text: &str, at: &str) -> Result<Filter, TemplateError> {
+    let (name, args) = match text.split_once('(') {
+        Some((n, rest)) => {
+            let inner = rest.strip_suffix(')').ok_or_else(|| {
+                err(
+                    at,
+                    format!("filter \"{text}\" misses its closing parenthesis"),
+                )
+            })?;
+            (n.trim(), Some(inner.trim()))
+        }
+        None => (text, None),
+    };
+    let text_arg = |what: &str| -> Result<String, TemplateError> {
+        match args.map(literal) {
+            Some(Some(Value::String(s))) => Ok(s),
+            _ => Err(err(at, format!("{name} takes {what}"))),
+        }
+    };
+    Ok(match name {
+        "default" => Filter::Default(
+            args.and_then(literal)
+                .ok_or_else(|| err(at, "default takes a literal, e.g. default('n/a')"))?,
+        ),
+        "join" => Filter::Join(match args {
+            None | Some("") => ", ".to_owned(),
+            Some(_) => text_arg("a separator, e.g. join(\", \")")?,
+        }),
+        "map" => Filter::Map(
+            segments(&text_arg("a field name, e.g. map(\"host\")")?)
+                .ok_or_else(|| err(at, "map takes a field name"))?,
+        ),
+        "upper" if args.is_none() => Filter::Upper,
+        "lower" if args.is_none() => Filter::Lower,
+        "truncate" => Filter::Truncate(
+            args.and_then(|a| a.parse().ok())
+                .ok_or_else(|| err(at, "truncate takes a whole number, e.g. truncate(80)"))?,
+        ),
+        "date" => Filter::Date(text_arg("a format, e.g. date(\"%Y-%m-%d %H:%M\")")?),
+        other => {
+            return Err(err(
+                at,
+                format!(
+                    "unknown filter \"{other}\" (default, join, map, upper, lower, truncate, date)"
+                ),
+            ))
+        }
+    })
+}
+
+// --- rendering ---
+
+type Scope = Vec<(String, Value)>;
+
+fn lookup(path: &Path, ctx: &Value, scope: &Scope) -> Option<Value> {
+    let base = scope
+        .iter()
+        .rev()
+        .find(|(n, _)| *n == path.root)
+        .map(|(_, v)| v)
+        .or_else(|| ctx.get(&path.root))?;
+    let mut v = base;
+    for s in &path.segs {
+        v = match s {
+            Seg::Key(k) => v.get(k)?,
+            Seg::Index(i) => v.get(*i)?,
+        };
+    }
+    Some(v.clone())
+}
+
+fn is_empty(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(o) => o.is_empty(),
+        _ => false,
+    }
+}
+
+fn as_text(v: &Value) -> String {
+    match v {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn apply(filter: &Filter, v: Option<Value>) -> Option<Value> {
+    match (filter, v) {
+        (Filter::Default(d), v) if v.as_ref().is_none_or(is_empty) => Some(d.clone()),
+        (Filter::Join(sep), Some(Value::Array(a))) => Some(Value::String(
+            a.iter().map(as_text).collect::<Vec<_>>().join(sep),
+        )),
+        (Filter::Map(field), Some(Value::Array(a))) => Some(Value::Array(
+            a.iter()
+                .map(|item| {
+                    let mut v = item;
+                    for s in field {
+                        match s {
+                            Seg::Key(k) => v = v.get(k).unwrap_or(&Value::Null),
+                            Seg::Index(i) => v = v.get(*i).unwrap_or(&Value::Null),
+                        }
+                    }
+                    v.clone()
+                })
+                .collect(),
+        )),
+        (Filter::Upper, Some(Value::String(s))) => Some(Value::String(s.to_uppercase())),
+        (Filter::Lower, Some(Value::String(s))) => Some(Value::String(s.to_lowercase())),
+        (Filter::Truncate(n), Some(Value::String(s))) => {
+            Some(Value::String(s.chars().take(*n).collect()))
+        }
+        (Filter::Date(fmt), Some(Value::String(s))) => {
+            match chrono::DateTime::parse_from_rfc3339(&s) {
+                Ok(t) => {
+                    let mut out = String::new();
+                    use std::fmt::Write;
+                    // A format chrono cannot render leaves the timestamp as it was.
+                    match write!(out, "{}", t.with_timezone(&chrono::Utc).format(fmt)) {
+                        Ok(()) => Some(Value::String(out)),
+                        Err(_) => Some(Value::String(s)),
+                    }
+                }
+                Err(_) => Some(Value::String(s)),
+            }
+        }
+        // A filter given the wrong type passes the value on.
+        (_, v) => v,
+    }
+}
+
+fn eval(e: &Expr, ctx: &Value, scope: &Scope) -> Option<Value> {
+    e.filters
+        .iter()
+        .fold(lookup(&e.path, ctx, scope), |v, f| apply(f, v))
+}
+
+fn render_parts(parts: &[Part], ctx: &Value, scope: &mut Scope) -> String {
+    parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => t.clone(),
+            Part::Expr(e) => eval(e, ctx, scope).map(|v| as_text(&v)).unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn truthy(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// `None`: the node drops out (an `$if` whose branch is absent).
+fn render_node(node: &Node, ctx: &Value, scope: &mut Scope) -> Option<Value> {
+    match node {
+        Node::Literal(v) => Some(v.clone()),
+        Node::Whole(e) => Some(eval(e, ctx, scope).unwrap_or(Value::Null)),
+        Node::Text(parts) => Some(Value::String(render_parts(parts, ctx, scope))),
+        Node::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .filter_map(|n| render_node(n, ctx, scope))
+                .collect(),
+        )),
+        Node::Object(fields) => {
+            let mut out = Map::new();
+            for (key, value) in fields {
+                if let Some(v) = render_node(value, ctx, scope) {
+                    out.insert(render_parts(key, ctx, scope), v);
+                }
+            }
+            Some(Value::Object(out))
+        }
+        Node::If {
+            cond,
+            then,
+            otherwise,
+        } => {
+            let holds = match cond {
+                Cond::Truthy(p) => truthy(lookup(p, ctx, scope).as_ref()),
+                Cond::Not(p) => !truthy(lookup(p, ctx, scope).as_ref()),
+                Cond::Eq(p, lit) => lookup(p, ctx, scope).as_ref() == Some(lit),
+                Cond::Ne(p, lit) => lookup(p, ctx, scope).as_ref() != Some(lit),
+            };
+            let branch = if holds { then } else { otherwise };
+            branch.as_ref().and_then(|n| render_node(n, ctx, scope))
+        }
+        Node::Map {
+            path,
+            var,
+            index,
+            each,
+        } => {
+            let items = match lookup(path, ctx, scope) {
+                Some(Value::Array(a)) => a,
+                _ => Vec::new(),
+            };
+            let mut out = Vec::new();
+            for (i, item) in items.into_iter().enumerate() {
+                scope.push((var.clone(), item));
+                if let Some(name) = index {
+                    scope.push((name.clone(), Value::from(i)));
+                }
+                if let Some(v) = render_node(each, ctx, scope) {
+                    out.push(v);
+                }
+                scope.pop();
+                if index.is_some() {
+                    scope.pop();
+                }
+            }
+            Some(Value::Array(out))
+        }
+        Node::Join { inner, with } => {
+            let v = render_node(inner, ctx, scope)?;
+            Some(match v {
+                Value::Array(a) => {
+                    Value::String(a.iter().map(as_text).collect::<Vec<_>>().join(with))
+                }
+                other => Value::String(as_text(&other)),
+            })
+        }
+    }
+}
+
+impl Template {
+    /// Renders the template from the context `{event, client, webhook}`.
+    pub fn render(&self, ctx: &Value) -> Value {
+        render_node(&self.root, ctx, &mut Vec::new()).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> Value {
+        json!({
+            "event": {
+                "id": "e1", "kind": "vrrp.incident_opened", "level": "warning", "message": "Split brain on VRID 51",
+                "occurredAt": "2026-11-21T08:46:00.000Z", "detail": null, "correlationId": "inc-1",
+                "data": { "cluster": { "vrid": 51, "site": null, "vips": ["192.0.2.100/24", "192.0.2.101/24"],
+                    "members": [ { "host": "lb-1", "state": "MASTER", "priority": 130 }, { "host": "lb-2", "state": "MASTER", "priority": 120 } ] },
+                    "incident": { "reasons": [], "durationSeconds": 0 } }
+            },
+            "client": { "id": "c1", "name": "edge", "hostname": "lb-1", "site": null },
+            "webhook": { "name": "ops chat" }
+        })
+    }
+
+    fn render(t: &str) -> Value {
+        compile(t)
+            .unwrap_or_else(|e| panic!("{t}: {e}"))
+            .render(&ctx())
+    }
+
+    fn refuse(t: &str) -> TemplateError {
+        compile(t).expect_err(t)
+    }
+
+    #[test]
+    fn whole_placeholders_keep_their_type_and_text_ones_become_text() {
+        assert_eq!(
+            render(r#"{"v": "{{event.data.cluster.vrid}}"}"#),
+            json!({ "v": 51 })
+        );
+        assert_eq!(
+            render(r#"{"v": "{{ event.data.cluster.members }}"}"#)["v"][1]["host"],
+            "lb-2"
+        );
+        assert_eq!(
+            render(r#"{"v": "{{event.detail}}", "m": "{{event.nothing.here}}"}"#),
+            json!({ "v": null, "m": null })
+        );
+        assert_eq!(
+            render(
+                r#"{"t": "VRID {{event.data.cluster.vrid}} on {{client.site}}: {{event.message}}"}"#
+            )["t"],
+            "VRID 51 on : Split brain on VRID 51"
+        );
+        assert_eq!(
+            render(
+                r#"{"t": "vips={{event.data.cluster.vips}} ok={{event.data.incident.reasons}}"}"#
+            )["t"],
+            r#"vips=["192.0.2.100/24","192.0.2.101/24"] ok=[]"#
+        );
+        assert_eq!(
+            render(r#"{"t": "first: {{event.data.cluster.members.0.host}}"}"#)["t"],
+            "first: lb-1"
+        );
+        assert_eq!(
+            render(r#"["{{webhook.name}}", 5, true, null]"#),
+            json!(["ops chat", 5, true, null])
+        );
+    }
+
+    #[test]
+    fn keys_are_templated_and_dollar_dollar_escapes() {
+        assert_eq!(
+            render(r#"{"{{client.hostname}}": 1, "$$schema": "x"}"#),
+            json!({ "lb-1": 1, "$schema": "x" })
+        );
+    }
+
+    #[test]
+    fn filters() {
+        let r = |f: &str| render(&json!({ "v": format!("{{{{{f}}}}}") }).to_string())["v"].clone();
+        assert_eq!(r("event.detail | default('none')"), "none");
+        assert_eq!(r("client.site | default(\"dc-0\")"), "dc-0");
+        assert_eq!(r("event.nothing | default(0)"), 0);
+        assert_eq!(
+            r("event.data.incident.reasons | default('no reasons')"),
+            "no reasons",
+            "empty counts as missing"
+        );
+        assert_eq!(r("event.kind | default('x')"), "vrrp.incident_opened");
+        assert_eq!(
+            r("event.data.cluster.vips | join"),
+            "192.0.2.100/24, 192.0.2.101/24"
+        );
+        assert_eq!(
+            r("event.data.cluster.vips | join(' | ')"),
+            "192.0.2.100/24 | 192.0.2.101/24"
+        );
+        assert_eq!(
+            r("event.data.cluster.members | map('host')"),
+            json!(["lb-1", "lb-2"])
+        );
+        assert_eq!(
+            r("event.data.cluster.members | map('host') | join(\" and \") | upper"),
+            "LB-1 AND LB-2"
+        );
+        assert_eq!(r("event.level | upper"), "WARNING");
+        assert_eq!(r("webhook.name | lower"), "ops chat");
+        assert_eq!(r("event.message | truncate(5)"), "Split");
+        assert_eq!(
+            r("event.occurredAt | date('%d.%m.%Y %H:%M')"),
+            "21.11.2026 08:46"
+        );
+        // A filter given the wrong type passes the value on.
+        assert_eq!(r("event.data.cluster.vrid | upper"), 51);
+        assert_eq!(r("event.message | join"), "Split brain on VRID 51");
+        assert_eq!(r("event.kind | date('%Y')"), "vrrp.incident_opened");
+    }
+
+    #[test]
+    fn truncate_counts_code_points() {
+        let t = compile(r#"{"v": "{{event.message | truncate(3)}}"}"#).unwrap();
+        assert_eq!(
+            t.render(&json!({ "event": { "message": "ÄÖÜß" } }))["v"],
+            "ÄÖÜ"
+        );
+    }
+
+    #[test]
+    fn if_directive() {
+        let t = r#"{"color": {"$if": "event.level == 'warning'", "then": "orange", "else": "grey"},
+                    "site": {"$if": "client.site", "then": "{{client.site}}"},
+                    "nosite": {"$if": "!client.site", "then": true},
+                    "notinfo": {"$if": "event.level != \"info\"", "then": "yes"},
+                    "list": [1, {"$if": "event.detail", "then": 2}, 3]}"#;
+        assert_eq!(
+            render(t),
+            json!({ "color": "orange", "nosite": true, "notinfo": "yes", "list": [1, 3] }),
+            "an absent branch drops the key or item"
+        );
+        // Strict comparison: 51 is not '51'.
+        assert_eq!(
+            render(
+                r#"{"a": {"$if": "event.data.cluster.vrid == 51", "then": 1, "else": 0}, "b": {"$if": "event.data.cluster.vrid == '51'", "then": 1, "else": 0}}"#
+            ),
+            json!({ "a": 1, "b": 0 })
+        );
+    }
+
+    #[test]
+    fn map_and_join_directives() {
+        let t = r#"{"fields": {"$map": "event.data.cluster.members", "each(m, i)": {"title": "{{i}}: {{m.host}}", "value": "{{m.priority}}"}},
+                    "text": {"$join": {"$map": "event.data.cluster.members", "each(m)": "{{m.host}} is {{m.state}}"}, "with": "; "},
+                    "plain": {"$join": "{{event.data.cluster.vips}}"}}"#;
+        let out = render(t);
+        assert_eq!(
+            out["fields"],
+            json!([{ "title": "0: lb-1", "value": 130 }, { "title": "1: lb-2", "value": 120 }])
+        );
+        assert_eq!(out["text"], "lb-1 is MASTER; lb-2 is MASTER");
+        assert_eq!(out["plain"], "192.0.2.100/24, 192.0.2.101/24");
+        assert_eq!(
+            render(r#"{"none": {"$map": "event.nothing", "each(m)": "{{m}}"}}"#),
+            json!({ "none": [] })
+        );
+    }
+
+    #[test]
+    fn refusals_name_the_location_and_what_was_expected() {
+        assert!(refuse("{").message.starts_with("not valid JSON"));
+        let e = refuse(r#"{"text": "{{event.kind"}"#);
+        assert_eq!(e.location, "text");
+        assert!(e.message.contains("not closed"));
+        let e = refuse(r#"{"tags": ["a", "b", "{{event.kind | shout}}"]}"#);
+        assert_eq!(
+            (e.location.as_str(), e.message.as_str()),
+            (
+                "tags[2]",
+                "unknown filter \"shout\" (default, join, map, upper, lower, truncate, date)"
+            )
+        );
+        let e = refuse(r#"{"x": "{{secrets.key}}"}"#);
+        assert!(e.message.contains("not event, client, webhook"), "{e}");
+        let e =
+            refuse(r#"{"hosts": {"$map": "event.data.cluster.members", "each(m)": "{{n.host}}"}}"#);
+        assert_eq!(e.location, "hosts.$map.each(m)");
+        let e = refuse(r#"{"content": {"$join": "{{event.kind}}", "with": 5}}"#);
+        assert_eq!(e.location, "content.with");
+        let e = refuse(r#"{"content": {"$join": "x", "color": "red"}}"#);
+        assert_eq!(e.location, "content.$join");
+        assert!(e.message.contains("holds only $join, with"), "{e}");
+        let e = refuse(r#"{"a": {"$if": "event.level == ", "then": 1}}"#);
+        assert_eq!(e.location, "a.$if");
+        let e = refuse(r#"{"a": {"$map": "event.x", "each": 1}}"#);
+        assert_eq!(e.location, "a.$map");
+        assert!(refuse(r#"{"v": "{{event.kind | truncate(many)}}"}"#)
+            .message
+            .contains("truncate takes a whole number"));
+        assert!(refuse(r#"{"v": "{{event.kind | default}}"}"#)
+            .message
+            .contains("default takes a literal"));
+        // A loop variable is out of scope after its $map.
+        let e = refuse(r#"{"a": {"$map": "event.x", "each(m)": 1}, "b": "{{m.host}}"}"#);
+        assert_eq!(e.location, "b");
+    }
+
+    #[test]
+    fn nesting_limits() {
+        let mut t = String::from("1");
+        for _ in 0..MAX_DIRECTIVE_DEPTH {
+            t = format!(r#"{{"$if": "event.kind", "then": {t}}}"#);
+        }
+        assert_eq!(
+            compile(&t).unwrap().render(&ctx()),
+            json!(1),
+            "8 directives deep is allowed"
+        );
+        let nine = format!(r#"{{"$if": "event.kind", "then": {t}}}"#);
+        assert!(refuse(&nine)
+            .message
+            .contains("directives nest deeper than 8"));
+        let deep = format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
+        assert!(refuse(&deep).message.contains("nests deeper than 64"));
+        let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(compile(&ok).is_ok());
+    }
+
+    #[test]
+    fn text_templates_for_urls_and_headers() {
+        let t = compile_text(
+            "https://hooks.example/{{client.hostname}}?level={{event.level | upper}}",
+            "url",
+        )
+        .unwrap();
+        assert_eq!(t.render(&ctx()), "https://hooks.example/lb-1?level=WARNING");
+        assert_eq!(
+            compile_text("{{nope}}", "headers.X-Token")
+                .unwrap_err()
+                .location,
+            "headers.X-Token"
+        );
+    }
+}
