@@ -225,7 +225,9 @@ fn register_through_every_stage_connect_deliver_and_keep_secrets_out_of_the_log(
         (agent.get("/api/status/connection").2["connected"] == true).then_some(())
     });
     assert_eq!(agent.get("/api/status/auth").2["hasAuthToken"], true);
-    let srv = agent.get("/api/status/server").2;
+    // An old `?url=` query is not taken: the check goes to the configured server only.
+    let srv = agent.get("/api/status/server?url=http://127.0.0.1:1").2;
+    assert_eq!(srv["url"], url.as_str(), "{srv}");
     assert_eq!(
         (srv["configured"].as_bool(), srv["reachable"].as_bool()),
         (Some(true), Some(true)),
