@@ -16,6 +16,7 @@ pub mod http;
 pub mod lifecycle;
 pub mod live;
 pub mod logging;
+pub mod messages;
 pub mod readings;
 pub mod registration;
 pub mod schedulers;
