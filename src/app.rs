@@ -75,28 +75,11 @@ impl App {
             .into_iter()
             .filter_map(|c| {
                 let reading = readings.remove(&c.id)?;
-                let readable = reading["running"] == true && reading["error"].is_null();
-                let source = if readable {
-                    "instances"
-                } else {
-                    "lastKnownInstances"
-                };
-                Some(clusters::HostView {
-                    online: self.agents.is_online(&c.id),
-                    host: c.name().to_owned(),
-                    instances: reading
-                        .get(source)
-                        .and_then(|v| v.as_array())
-                        .cloned()
-                        .unwrap_or_default(),
-                    read_at: reading
-                        .get("receivedAt")
-                        .and_then(|v| v.as_str())
-                        .map(str::to_owned),
-                    site: c.site,
-                    client_id: c.id,
-                    readable,
-                })
+                Some(clusters::HostView::new(
+                    &c,
+                    &reading,
+                    self.agents.is_online(&c.id),
+                ))
             })
             .collect();
         Ok(clusters::group(&hosts))

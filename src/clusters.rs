@@ -27,6 +27,36 @@ pub struct HostView {
     pub read_at: Option<String>,
 }
 
+impl HostView {
+    /// A client as grouping sees it, from its record and its last reading (as the
+    /// API shows it): the reading's instances while keepalived is readable, else
+    /// the last-known ones.
+    pub fn new(client: &crate::clients::ClientRecord, reading: &Value, online: bool) -> HostView {
+        let readable = reading["running"] == true && reading["error"].is_null();
+        let source = if readable {
+            "instances"
+        } else {
+            "lastKnownInstances"
+        };
+        HostView {
+            client_id: client.id.clone(),
+            site: client.site.clone(),
+            host: client.name().to_owned(),
+            online,
+            readable,
+            instances: reading
+                .get(source)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            read_at: reading
+                .get("receivedAt")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }
+    }
+}
+
 /// One instance of one host in a cluster.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Member {

@@ -119,6 +119,80 @@ impl Finding {
     }
 }
 
+impl Finding {
+    /// Reads back what [`Finding::to_json`] wrote (persisted incidents).
+    pub fn from_json(v: &Value) -> Option<Finding> {
+        let strings = |key: &str| -> Vec<String> {
+            v[key].as_array().map_or_else(Vec::new, |a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+        };
+        let host = || v["host"].as_str().map(str::to_owned);
+        Some(match v["type"].as_str()? {
+            "unreachable" => Finding::Unreachable {
+                hosts: strings("hosts"),
+            },
+            "split-brain" => Finding::SplitBrain {
+                hosts: strings("hosts"),
+            },
+            "no-master" => Finding::NoMaster,
+            "not-reporting" => Finding::NotReporting {
+                host: host()?,
+                last_state: v["lastState"].as_str()?.to_owned(),
+            },
+            "fault" => Finding::Fault { host: host()? },
+            "vip-mismatch" => Finding::VipMismatch {
+                host: host()?,
+                missing: strings("missing"),
+            },
+            "single-member" => Finding::SingleMember,
+            _ => return None,
+        })
+    }
+}
+
+impl IncidentHealth {
+    pub fn parse(s: &str) -> Option<IncidentHealth> {
+        Some(match s {
+            "unreachable" => IncidentHealth::Unreachable,
+            "split-brain" => IncidentHealth::SplitBrain,
+            "no-master" => IncidentHealth::NoMaster,
+            "vip-mismatch" => IncidentHealth::VipMismatch,
+            "degraded" => IncidentHealth::Degraded,
+            "ok" => IncidentHealth::Ok,
+            _ => return None,
+        })
+    }
+}
+
+impl Roles {
+    pub fn to_json(&self) -> Value {
+        match self {
+            Roles::Unknown => json!({ "kind": "unknown" }),
+            Roles::None => json!({ "kind": "none" }),
+            Roles::One(id) => json!({ "kind": "one", "ids": [id] }),
+            Roles::Several(ids) => json!({ "kind": "several", "ids": ids }),
+        }
+    }
+
+    pub fn from_json(v: &Value) -> Option<Roles> {
+        let ids: Vec<String> = v["ids"].as_array().map_or_else(Vec::new, |a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_owned))
+                .collect()
+        });
+        Some(match v["kind"].as_str()? {
+            "unknown" => Roles::Unknown,
+            "none" => Roles::None,
+            "one" => Roles::One(ids.into_iter().next()?),
+            "several" => Roles::Several(ids),
+            _ => return None,
+        })
+    }
+}
+
 /// What can be said about a cluster now.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Observed {

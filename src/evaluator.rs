@@ -66,9 +66,66 @@ struct Tracked {
     pending: Option<Pending>,
 }
 
+impl Confirmed {
+    /// The persisted form.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "roles": self.roles.to_json(),
+            "masterAlone": self.master_alone.as_ref().map(|(id, host)| json!([id, host])),
+            "health": self.health.as_str(),
+            "incident": self.incident.as_ref().map(|i| json!({
+                "id": i.id,
+                "history": i.history,
+                "openedAt": iso(i.opened_at),
+                "findings": i.findings.values().map(Finding::to_json).collect::<Vec<_>>(),
+            })),
+            "cluster": self.cluster,
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Option<Confirmed> {
+        let incident = match &v["incident"] {
+            Value::Null => None,
+            i => Some(Incident {
+                id: i["id"].as_str()?.to_owned(),
+                history: i["history"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|h| h.as_str().map(str::to_owned))
+                    .collect(),
+                opened_at: DateTime::parse_from_rfc3339(i["openedAt"].as_str()?)
+                    .ok()?
+                    .with_timezone(&Utc),
+                findings: i["findings"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(Finding::from_json)
+                    .map(|f| (f.identity(), f))
+                    .collect(),
+            }),
+        };
+        Some(Confirmed {
+            roles: Roles::from_json(&v["roles"])?,
+            master_alone: v["masterAlone"].as_array().and_then(|a| {
+                Some((
+                    a.first()?.as_str()?.to_owned(),
+                    a.get(1)?.as_str()?.to_owned(),
+                ))
+            }),
+            health: IncidentHealth::parse(v["health"].as_str()?)?,
+            incident,
+            cluster: v["cluster"].clone(),
+        })
+    }
+}
+
 /// What one evaluation asks of the thread around it.
 #[derive(Debug, Default)]
 pub struct Outcome {
+    /// Clusters whose confirmed state changed (to persist).
+    pub changed: Vec<String>,
+    /// Clusters that are gone (to forget).
+    pub removed: Vec<String>,
     pub events: Vec<Event>,
     /// Agents to send REQUEST_STATE_UPDATE.
     pub requests: Vec<String>,
@@ -184,6 +241,25 @@ fn differs(target: &Target, confirmed: &Confirmed) -> bool {
 }
 
 impl Evaluator {
+    /// An evaluator that resumes from persisted confirmed states.
+    pub fn restore(states: impl IntoIterator<Item = (String, Confirmed)>) -> Evaluator {
+        Evaluator {
+            clusters: states
+                .into_iter()
+                .map(|(k, confirmed)| {
+                    (
+                        k,
+                        Tracked {
+                            confirmed,
+                            pending: None,
+                        },
+                    )
+                })
+                .collect(),
+            last_request: HashMap::new(),
+        }
+    }
+
     /// The confirmed state of a cluster, if it was seen.
     pub fn confirmed(&self, key: &str) -> Option<&Confirmed> {
         self.clusters.get(key).map(|t| &t.confirmed)
@@ -201,6 +277,7 @@ impl Evaluator {
             .cloned()
             .collect();
         for key in gone {
+            out.removed.push(key.clone());
             if let Some(tracked) = self.clusters.remove(&key) {
                 if let Some(incident) = tracked.confirmed.incident {
                     out.events.push(resolved(
@@ -223,6 +300,9 @@ impl Evaluator {
 
     fn evaluate_one(&mut self, cluster: &Cluster, now: DateTime<Utc>, out: &mut Outcome) {
         let observed = observe(cluster);
+        if !self.clusters.contains_key(&cluster.key) {
+            out.changed.push(cluster.key.clone());
+        }
         let tracked = self.clusters.entry(cluster.key.clone()).or_insert_with(|| {
             // First sighting: the roles are taken silently and the health starts
             // from ok, so an unhealthy cluster still opens an incident.
@@ -280,6 +360,7 @@ impl Evaluator {
                 now,
                 &mut out.events,
             );
+            out.changed.push(cluster.key.clone());
             return;
         }
         let mut pending = pending;
@@ -817,6 +898,45 @@ mod tests {
             i["history"],
             json!(["degraded"]),
             "the health did not change"
+        );
+    }
+
+    #[test]
+    fn a_restart_in_the_middle_of_an_incident_repeats_nothing_and_misses_nothing() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
+        sim.at(0);
+        sim.state("b", "FAULT");
+        assert_eq!(Sim::kinds(&sim.settle()), ["vrrp.incident_opened"]);
+        // Persist, "restart": a new evaluator from the stored states.
+        let stored: Vec<(String, Value)> = sim
+            .evaluator
+            .clusters
+            .iter()
+            .map(|(k, t)| (k.clone(), t.confirmed.to_json()))
+            .collect();
+        let restored = stored.iter().map(|(k, v)| {
+            (
+                k.clone(),
+                Confirmed::from_json(v).expect("persisted state reads back"),
+            )
+        });
+        let before = sim
+            .evaluator
+            .confirmed("|51|192.0.2.0/24")
+            .cloned()
+            .unwrap();
+        sim.evaluator = Evaluator::restore(restored);
+        assert_eq!(sim.evaluator.confirmed("|51|192.0.2.0/24"), Some(&before));
+        // Nothing repeated...
+        sim.readings();
+        assert!(sim.at(5000).events.is_empty());
+        // ...and a change after the restart is reported, in the same incident.
+        sim.state("c", "FAULT");
+        let out = sim.settle();
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+        assert_eq!(
+            out.events[0].correlation_id,
+            before.incident.as_ref().map(|i| i.id.clone())
         );
     }
 
