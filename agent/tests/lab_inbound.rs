@@ -232,7 +232,7 @@ fn bench_failover() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(50);
-    let lab = Lab::up(2, "vbf"); // h1 120 MASTER, h2 110 BACKUP
+    let mut lab = Lab::up(2, "vbf"); // h1 120 MASTER, h2 110 BACKUP
     lab.enter_switch();
     let bin = lab.work.join("vrrp-agent");
     fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
@@ -329,7 +329,7 @@ fn bench_failover() {
 
 #[test]
 fn three_hosts_register_report_and_deliver_exactly_once() {
-    let lab = Lab::up(3, "vin"); // h1 130 MASTER, h2 120, h3 110
+    let mut lab = Lab::up(3, "vin"); // h1 130 MASTER, h2 120, h3 110
     lab.enter_switch();
     let bin = lab.work.join("vrrp-agent");
     fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
@@ -525,4 +525,22 @@ fn three_hosts_register_report_and_deliver_exactly_once() {
             a.host
         );
     }
+}
+
+/// The lab is really gone afterwards: the switch namespace too (its `down` runs outside it).
+#[test]
+fn lab_down_removes_the_switch_namespace_after_entering_it() {
+    let prefix;
+    {
+        let mut lab = Lab::up(1, "vln");
+        lab.enter_switch();
+        prefix = lab.prefix.clone();
+    }
+    let list = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    assert!(!list.contains(&format!("{prefix}-sw")), "{list}");
+    assert!(!list.contains(&format!("{prefix}-h1")), "{list}");
 }

@@ -14,6 +14,10 @@ pub fn lab_script() -> PathBuf {
 }
 
 pub struct Lab {
+    /// The namespace the test started in, kept once the thread enters the switch: lab
+    /// commands run there (the script's `down` kills whatever lives in the switch
+    /// namespace, which would include itself if it ran inside).
+    root_ns: Option<std::os::fd::OwnedFd>,
     pub prefix: String,
     pub state: PathBuf,
     /// Under /var/tmp: hosts have a private /tmp, so binaries and data live here.
@@ -42,6 +46,19 @@ fn effective_uid_is_root() -> bool {
 impl Lab {
     pub fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new("bash");
+        if let Some(ns) = &self.root_ns {
+            use std::os::fd::AsRawFd;
+            use std::os::unix::process::CommandExt;
+            let fd = ns.as_raw_fd();
+            // SAFETY: between fork and exec only setns(2) runs, a plain system call.
+            unsafe {
+                c.pre_exec(move || {
+                    let f = std::os::fd::BorrowedFd::borrow_raw(fd);
+                    nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)
+                        .map_err(std::io::Error::from)
+                });
+            }
+        }
         c.arg(lab_script())
             .args(args)
             .env("LAB_PREFIX", &self.prefix)
@@ -77,6 +94,7 @@ impl Lab {
         let _ = fs::remove_dir_all(&work);
         fs::create_dir_all(&work).unwrap();
         let lab = Lab {
+            root_ns: None,
             state: work.join("lab-state"),
             prefix,
             work,
@@ -113,7 +131,9 @@ impl Lab {
 
     /// Moves the calling thread into the switch namespace, where the server runs and
     /// every host reaches it at 203.0.113.254. Children spawned from this thread follow.
-    pub fn enter_switch(&self) {
+    pub fn enter_switch(&mut self) {
+        let root = fs::File::open("/proc/thread-self/ns/net").unwrap();
+        self.root_ns = Some(root.into());
         let f = fs::File::open(format!("/run/netns/{}-sw", self.prefix)).unwrap();
         nix::sched::setns(f, nix::sched::CloneFlags::CLONE_NEWNET)
             .expect("setns into the switch namespace");
