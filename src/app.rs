@@ -48,6 +48,8 @@ pub struct App {
     /// One writer of the config file at a time.
     pub config_file: Mutex<()>,
     clients_changed: crossbeam_channel::Sender<()>,
+    /// To the `cluster-eval` thread.
+    evaluate: crossbeam_channel::Sender<crate::cluster_eval::EvalMsg>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     initial_password: Mutex<Option<(i64, PathBuf)>>,
@@ -83,6 +85,11 @@ impl App {
             })
             .collect();
         Ok(clusters::group(&hosts))
+    }
+
+    /// Tells the cluster evaluator something changed; never blocks.
+    pub fn tell_evaluator(&self, msg: crate::cluster_eval::EvalMsg) {
+        let _ = self.evaluate.send(msg);
     }
 
     /// Tells every dashboard the client list changed.
@@ -241,6 +248,7 @@ pub fn run(
         .local_addr()
         .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
     let (clients_changed, clients_feed) = crossbeam_channel::bounded(1);
+    let (evaluate, eval_inbox) = crossbeam_channel::unbounded();
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
@@ -271,6 +279,7 @@ pub fn run(
         ),
         config_file: Mutex::new(()),
         clients_changed,
+        evaluate,
         initial_password: Mutex::new(initial_password),
         config,
         db,
@@ -279,6 +288,8 @@ pub fn run(
 
     spawn_clients_feed(app.clone(), clients_feed, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
+    crate::cluster_eval::spawn(app.clone(), eval_inbox, shutdown.clone())
+        .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
     for which in [Which::Tokens, Which::Notifications] {
         let scheduler = which.of(&app);
         scheduler.load(&app.db).map_err(|e| {

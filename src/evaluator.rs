@@ -267,6 +267,9 @@ impl Evaluator {
 
     /// Evaluates every cluster as it is now.
     pub fn evaluate(&mut self, clusters: &[Cluster], now: DateTime<Utc>) -> Outcome {
+        // Readings carry their time in milliseconds; so does every time here, or a
+        // reading of the very millisecond an interval ends would read as before it.
+        let now = chrono::SubsecRound::trunc_subsecs(now, 3);
         let mut out = Outcome::default();
         let present: BTreeSet<&str> = clusters.iter().map(|c| c.key.as_str()).collect();
         // A cluster that is gone with an incident open: resolved by removal.
@@ -782,6 +785,22 @@ mod tests {
         assert_eq!(e.data["cluster"]["master"], "b");
         assert_eq!(e.data["cluster"]["members"].as_array().unwrap().len(), 2);
         assert!(sim.at(5000).events.is_empty(), "reported once");
+    }
+
+    #[test]
+    fn a_reading_of_the_millisecond_the_interval_ends_counts() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.now += Duration::nanoseconds(123_456);
+        sim.at(0);
+        sim.state("a", "BACKUP");
+        sim.state("b", "MASTER");
+        sim.at(0);
+        sim.now += Duration::seconds(4);
+        // Stored receive times have milliseconds only.
+        for h in sim.hosts.values_mut() {
+            h.read_at = chrono::SubsecRound::trunc_subsecs(sim.now, 3);
+        }
+        assert_eq!(Sim::kinds(&sim.at(0)), ["vrrp.master_changed"]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod app;
 pub mod auth;
 pub mod clients;
 pub mod clock;
+pub mod cluster_eval;
 pub mod clusters;
 pub mod config;
 pub mod db;

@@ -22,6 +22,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0003_schedulers.sql",
         include_str!("../../sql/0003_schedulers.sql"),
     ),
+    (
+        4,
+        "0004_cluster_states.sql",
+        include_str!("../../sql/0004_cluster_states.sql"),
+    ),
 ];
 
 #[derive(Debug)]

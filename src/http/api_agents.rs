@@ -165,8 +165,9 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
         inbound_allowed_ip: allowed,
         outbound_target_address: target,
     };
-    clients::update(&app.db, id, change, app.clock.now())?;
+    clients::update(&app.db, id.clone(), change, app.clock.now())?;
     app.broadcast_clients();
+    app.tell_evaluator(crate::cluster_eval::EvalMsg::ClientChanged(id));
     Ok(Resp::ok(&json!({ "success": true })))
 }
 
@@ -180,6 +181,7 @@ pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) ->
     );
     log::info!("Client {id} deleted by \"{}\"", session.username);
     app.broadcast_clients();
+    app.tell_evaluator(crate::cluster_eval::EvalMsg::ClientDeleted(id));
     Ok(Resp::ok(&json!({ "status": "deleted" })))
 }
 

@@ -10,6 +10,7 @@ use super::ws::{self, Flow, Session, WsSocket};
 use crate::activity::{self, Event, Incoming};
 use crate::app::App;
 use crate::clients::{self, ClientRecord, Mode};
+use crate::cluster_eval::EvalMsg;
 use crate::config::values::canonical_ip;
 use crate::live::{self, envelope, ToSocket};
 use crate::readings;
@@ -278,6 +279,7 @@ impl AgentSession {
             auth.version
         );
         app.broadcast_clients();
+        app.tell_evaluator(EvalMsg::Connection(client.id.clone()));
         let data = json!({ "connectionMode": "inbound", "version": auth.version, "clientName": client.name() });
         app.record_activity(vec![Event::server(
             "client.connected",
@@ -329,9 +331,11 @@ impl AgentSession {
             reading,
             crate::clock::iso(app.clock.now()),
         ) {
-            Ok(Some(stored)) => app
-                .hub
-                .broadcast(envelope("KEEPALIVED_STATE_UPDATE", stored)),
+            Ok(Some(stored)) => {
+                app.tell_evaluator(EvalMsg::Reading(client.id.clone(), stored.clone()));
+                app.hub
+                    .broadcast(envelope("KEEPALIVED_STATE_UPDATE", stored));
+            }
             Ok(None) => {}
             Err(e) => log::error!("Cannot store the reading of {}: {e}", client.id),
         }
@@ -389,6 +393,7 @@ impl AgentSession {
         }
         log::info!("Agent {} ({}) disconnected", client.name(), client.id);
         app.broadcast_clients();
+        app.tell_evaluator(EvalMsg::Connection(client.id.clone()));
         // A deleted client leaves no trace of its last disconnect.
         if clients::get(&app.db, &client.id).ok().flatten().is_some() {
             let data = json!({ "connectionMode": "inbound", "version": Value::Null, "clientName": client.name() });

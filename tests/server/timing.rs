@@ -63,3 +63,96 @@ fn sockets_that_answer_pings_stay_and_a_silent_one_is_terminated() {
         "the agent that answered pings is still connected"
     );
 }
+
+fn cluster_events(server: &Server, admin: &str) -> Vec<serde_json::Value> {
+    let list = server.get("/api/v1/activity", Auth::Cookie(admin)).body;
+    list.as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"].as_str().unwrap().starts_with("vrrp."))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
+    let (server, clock) = Launch::new().start_in_process();
+    let admin = server.admin();
+    let a = server.register_agent(&admin, "lb-a");
+    let b = server.register_agent(&admin, "lb-b");
+    let mut wa = server.connect_agent(&a);
+    let mut wb = server.connect_agent(&b);
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    // First sighting: silent, however long we wait.
+    std::thread::sleep(Duration::from_millis(700));
+    clock.advance(Span::seconds(30));
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(cluster_events(&server, &admin).is_empty());
+
+    // The failover: pending until the interval passed and both delivered a reading.
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        cluster_events(&server, &admin).is_empty(),
+        "not before the master-down interval"
+    );
+    clock.advance(Span::seconds(4));
+    // The server asks both agents for a fresh reading...
+    assert_eq!(wa.expect("REQUEST_STATE_UPDATE"), serde_json::json!({}));
+    assert_eq!(wb.expect("REQUEST_STATE_UPDATE"), serde_json::json!({}));
+    // ...and their answers confirm the change.
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let events = loop {
+        let events = cluster_events(&server, &admin);
+        if !events.is_empty() {
+            break events;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no cluster event; clusters: {}; activity: {}",
+            server
+                .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+                .body,
+            server.get("/api/v1/activity", Auth::Cookie(&admin)).body
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::thread::sleep(Duration::from_millis(700));
+    let events_after = cluster_events(&server, &admin);
+    assert_eq!(events_after.len(), 1, "exactly one event: {events_after:?}");
+    let e = &events[0];
+    assert_eq!(e["kind"], "vrrp.master_changed");
+    assert_eq!(e["clientId"], b.id.as_str());
+    assert_eq!(e["source"], "server");
+    assert_eq!(e["data"]["previousMaster"], "lb-a");
+    assert_eq!(e["data"]["cluster"]["master"], "lb-b");
+    assert_eq!(e["data"]["cluster"]["vrid"], 51);
+
+    // A split brain opens an incident.
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    std::thread::sleep(Duration::from_millis(700));
+    clock.advance(Span::seconds(4));
+    wa.expect("REQUEST_STATE_UPDATE");
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let kinds: Vec<String> = cluster_events(&server, &admin)
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap().to_owned())
+            .collect();
+        if kinds.contains(&"vrrp.incident_opened".to_owned()) {
+            assert!(kinds.contains(&"vrrp.split_brain".to_owned()), "{kinds:?}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no incident: {kinds:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
