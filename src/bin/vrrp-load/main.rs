@@ -9,6 +9,8 @@
 //! vrrp-load agents ADDR --token T --agents N [--seconds 20] [--interval-ms 1000] [--server-pid PID]
 //!     registers N agents, connects each over the agent protocol and sends a reading
 //!     every interval; a dashboard socket measures reading-to-dashboard latency
+//! vrrp-load evaluator [--clusters 1000] [--readings 2000]
+//!     the cluster evaluator in-process: cost of one reading (regroup + evaluate)
 //! vrrp-load activity ADDR --token T [--seconds 10] [--every-ms 10]
 //!     one agent sending an ACTIVITY event every few ms; prints how long each ACK took
 //! ```
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
         Some("idle") => idle(&args[1..]),
         Some("agents") => agents::run(&args[1..]),
         Some("activity") => agents::activity(&args[1..]),
+        Some("evaluator") => evaluator(&args[1..]),
         _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
     };
     match result {
@@ -193,5 +196,65 @@ fn idle(args: &[String]) -> Result<(), String> {
         "closed by the server after {} ms: {closed}",
         hold.as_millis()
     );
+    Ok(())
+}
+
+/// The evaluator's cost per reading: every reading regroups all hosts and
+/// evaluates every cluster (the worst case; the thread batches readings).
+fn evaluator(args: &[String]) -> Result<(), String> {
+    use vrrp_monitor::clusters::{group, HostView};
+    use vrrp_monitor::evaluator::Evaluator;
+    let clusters = number(args, "--clusters", 1000)?;
+    let readings = number(args, "--readings", 2000)?;
+    let start = chrono::Utc::now();
+    let mut hosts: Vec<HostView> = (0..clusters * 2)
+        .map(|i| {
+            let pair = i / 2;
+            HostView {
+                client_id: format!("c{i}"),
+                site: None,
+                host: format!("h{i}"),
+                online: true,
+                readable: true,
+                instances: vec![serde_json::json!({ "name": "VI_1", "vrid": 51, "state": if i % 2 == 0 { "MASTER" } else { "BACKUP" },
+                    "priority": 100, "advertInterval": 1, "vips": [format!("10.{}.{}.100/24", pair / 256, pair % 256)] })],
+                read_at: Some(vrrp_monitor::clock::iso(start)),
+            }
+        })
+        .collect();
+    let mut evaluator = Evaluator::default();
+    evaluator.evaluate(&group(&hosts), start);
+    let mut costs = Vec::with_capacity(readings);
+    for r in 0..readings {
+        let now = start + chrono::Duration::milliseconds(r as i64);
+        // One host's fresh reading, and now and then a failover to evaluate.
+        let i = (r * 7919) % hosts.len();
+        hosts[i].read_at = Some(vrrp_monitor::clock::iso(now));
+        if r % 100 == 0 {
+            let state = if hosts[i].instances[0]["state"] == "MASTER" {
+                "BACKUP"
+            } else {
+                "MASTER"
+            };
+            hosts[i].instances[0]["state"] = state.into();
+        }
+        let t = Instant::now();
+        let grouped = group(&hosts);
+        std::hint::black_box(evaluator.evaluate(&grouped, now));
+        costs.push(t.elapsed());
+    }
+    costs.sort();
+    let pct = |p: f64| {
+        costs[((costs.len() as f64 * p) as usize).min(costs.len() - 1)].as_secs_f64() * 1e3
+    };
+    println!(
+        "clusters:                {clusters} of 2 members ({} hosts)",
+        hosts.len()
+    );
+    println!(
+        "readings evaluated:      {readings} (each regroups all hosts and evaluates every cluster)"
+    );
+    println!("cost per reading p50:    {:.2} ms", pct(0.5));
+    println!("cost per reading p99:    {:.2} ms", pct(0.99));
     Ok(())
 }
