@@ -3,13 +3,15 @@
 //! events, asks agents for readings, and persists what it confirmed.
 //!
 //! Messages are drained in batches: many readings arriving together cost one
-//! evaluation. Nothing here answers to the reading or connection that triggered
+//! evaluation. The grouping is kept between evaluations: a reading that does not
+//! change what grouping depends on (site, VRIDs, networks, instance names) only
+//! updates its host's members, and only the clusters it touches are evaluated. Nothing here answers to the reading or connection that triggered
 //! it: an error is logged and the next message is evaluated afresh.
 
 use crate::app::App;
 use crate::clients::{self, ClientRecord};
 use crate::clock::iso;
-use crate::clusters::{group, HostView};
+use crate::clusters::{group, patch, signature, Cluster, HostView};
 use crate::db::DbError;
 use crate::evaluator::{Confirmed, Evaluator};
 use crate::lifecycle::{contain_panics, Shutdown};
@@ -44,6 +46,16 @@ struct Runner {
     evaluator: Evaluator,
     /// Clients with a stored reading not yet reconnected since the start.
     awaiting: Option<(DateTime<Utc>, HashSet<String>)>,
+    /// The grouping of the last full evaluation, patched by later readings.
+    grouped: Vec<Cluster>,
+    /// Per host: the indexes in `grouped` of its clusters.
+    by_host: HashMap<String, Vec<usize>>,
+    /// Per host: what its place in the grouping depends on.
+    signatures: HashMap<String, String>,
+    /// The grouping must be built anew.
+    regroup: bool,
+    /// Hosts whose members need updating.
+    dirty: HashSet<String>,
 }
 
 pub fn spawn(app: Arc<App>, inbox: Receiver<EvalMsg>, shutdown: Shutdown) -> std::io::Result<()> {
@@ -97,6 +109,11 @@ impl Runner {
             records,
             readings,
             evaluator,
+            grouped: Vec::new(),
+            by_host: HashMap::new(),
+            signatures: HashMap::new(),
+            regroup: true,
+            dirty: HashSet::new(),
         })
     }
 
@@ -106,17 +123,28 @@ impl Runner {
                 if !self.records.contains_key(&id) {
                     self.refresh_record(&id);
                 }
-                self.readings.insert(id, reading);
+                self.readings.insert(id.clone(), reading);
+                match self.host_view(&id).map(|h| signature(&h)) {
+                    Some(sig) if self.signatures.get(&id) == Some(&sig) => {
+                        self.dirty.insert(id);
+                    }
+                    _ => self.regroup = true,
+                }
             }
             EvalMsg::Connection(id) => {
+                self.dirty.insert(id.clone());
                 if self.app.agents.is_online(&id) {
                     if let Some((_, waiting)) = &mut self.awaiting {
                         waiting.remove(&id);
                     }
                 }
             }
-            EvalMsg::ClientChanged(id) => self.refresh_record(&id),
+            EvalMsg::ClientChanged(id) => {
+                self.refresh_record(&id);
+                self.regroup = true;
+            }
             EvalMsg::ClientDeleted(id) => {
+                self.regroup = true;
                 self.records.remove(&id);
                 self.readings.remove(&id);
                 if let Some((_, waiting)) = &mut self.awaiting {
@@ -136,6 +164,14 @@ impl Runner {
             }
             Err(e) => log::error!("Cannot read client {id} for the evaluator: {e}"),
         }
+    }
+
+    fn host_view(&self, id: &str) -> Option<HostView> {
+        Some(HostView::new(
+            self.records.get(id)?,
+            self.readings.get(id)?,
+            self.app.agents.is_online(id),
+        ))
     }
 
     fn hosts(&self) -> Vec<HostView> {
@@ -197,8 +233,51 @@ impl Runner {
     }
 
     fn evaluate(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let clusters = group(&self.hosts());
-        let Some(outcome) = contain_panics(|| self.evaluator.evaluate(&clusters, now)) else {
+        let outcome = if self.regroup {
+            let hosts = self.hosts();
+            self.signatures = hosts
+                .iter()
+                .map(|h| (h.client_id.clone(), signature(h)))
+                .collect();
+            self.grouped = group(&hosts);
+            self.by_host.clear();
+            for (i, c) in self.grouped.iter().enumerate() {
+                for m in &c.members {
+                    self.by_host.entry(m.client_id.clone()).or_default().push(i);
+                }
+            }
+            self.regroup = false;
+            self.dirty.clear();
+            let (evaluator, grouped) = (&mut self.evaluator, &self.grouped);
+            contain_panics(|| evaluator.evaluate(grouped, now))
+        } else {
+            // Only the clusters of hosts that changed, and those with a change pending.
+            let mut touched: HashSet<usize> = HashSet::new();
+            for id in std::mem::take(&mut self.dirty) {
+                let Some(host) = self.host_view(&id) else {
+                    continue;
+                };
+                for &i in self.by_host.get(&id).map(Vec::as_slice).unwrap_or_default() {
+                    patch(&mut self.grouped[i], &host);
+                    touched.insert(i);
+                }
+            }
+            let pending: HashSet<String> = self.evaluator.pending_keys().into_iter().collect();
+            touched.extend(
+                self.grouped
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| pending.contains(&c.key))
+                    .map(|(i, _)| i),
+            );
+            let subset: Vec<Cluster> = touched
+                .into_iter()
+                .map(|i| self.grouped[i].clone())
+                .collect();
+            let evaluator = &mut self.evaluator;
+            contain_panics(|| evaluator.evaluate_some(&subset, now))
+        };
+        let Some(outcome) = outcome else {
             log::error!("The cluster evaluation panicked; it is tried again with the next change");
             return None;
         };

@@ -344,6 +344,55 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
     clusters
 }
 
+/// What a host's place in the grouping depends on.
+pub fn signature(host: &HostView) -> String {
+    let mut parts: Vec<String> = host
+        .instances
+        .iter()
+        .map(|i| {
+            let mut nets: Vec<String> = vips_of(i)
+                .iter()
+                .filter_map(|v| network_of(v))
+                .map(|n| n.to_string())
+                .collect();
+            nets.sort();
+            format!("{}|{}|{}", i["vrid"], i["name"], nets.join(","))
+        })
+        .collect();
+    parts.sort();
+    format!("{:?}#{}", host.site, parts.join(";"))
+}
+
+/// Puts a host's fresh view into a cached cluster and judges it again.
+pub fn patch(cluster: &mut Cluster, host: &HostView) {
+    for member in cluster
+        .members
+        .iter_mut()
+        .filter(|m| m.client_id == host.client_id)
+    {
+        let name = member.instance.get("name").cloned();
+        if let Some(inst) = host
+            .instances
+            .iter()
+            .find(|i| i.get("name") == name.as_ref())
+        {
+            member.instance = inst.clone();
+        }
+        member.online = host.online;
+        member.reporting = host.readable;
+        member.read_at = host.read_at.clone();
+    }
+    let mut vips: Vec<String> = cluster
+        .members
+        .iter()
+        .flat_map(|m| vips_of(&m.instance))
+        .collect();
+    vips.sort();
+    vips.dedup();
+    cluster.vips = vips;
+    cluster.health = dashboard_health(&cluster.members);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,6 +668,90 @@ mod tests {
         assert!(clusters
             .iter()
             .all(|c| c.members.len() == 2 && c.health == Health::Ok));
+    }
+
+    #[test]
+    fn signature_follows_what_grouping_depends_on_and_patch_rejudges() {
+        let a = host(
+            "a",
+            None,
+            true,
+            true,
+            vec![inst("VI_1", 51, "MASTER", &["192.0.2.100/24"])],
+        );
+        let same_net = host(
+            "a",
+            None,
+            true,
+            true,
+            vec![inst("VI_1", 51, "BACKUP", &["192.0.2.101/24"])],
+        );
+        let other_net = host(
+            "a",
+            None,
+            true,
+            true,
+            vec![inst("VI_1", 51, "MASTER", &["198.51.100.1/24"])],
+        );
+        let other_site = host(
+            "a",
+            Some("x"),
+            true,
+            true,
+            vec![inst("VI_1", 51, "MASTER", &["192.0.2.100/24"])],
+        );
+        assert_eq!(
+            signature(&a),
+            signature(&same_net),
+            "a state or an address in the same network keeps the grouping"
+        );
+        assert_ne!(signature(&a), signature(&other_net));
+        assert_ne!(signature(&a), signature(&other_site));
+        let b = host(
+            "b",
+            None,
+            true,
+            true,
+            vec![inst("VI_1", 51, "BACKUP", &["192.0.2.100/24"])],
+        );
+        let mut cluster = group(&[a, b.clone()]).remove(0);
+        assert_eq!(cluster.health, Health::Ok);
+        patch(
+            &mut cluster,
+            &host(
+                "b",
+                None,
+                true,
+                true,
+                vec![inst("VI_1", 51, "MASTER", &["192.0.2.100/24"])],
+            ),
+        );
+        assert_eq!(cluster.health, Health::SplitBrain);
+        patch(
+            &mut cluster,
+            &host(
+                "b",
+                None,
+                false,
+                true,
+                vec![inst(
+                    "VI_1",
+                    51,
+                    "BACKUP",
+                    &["192.0.2.100/24", "192.0.2.9/24"],
+                )],
+            ),
+        );
+        assert_eq!(cluster.health, Health::VipMismatch);
+        assert_eq!(cluster.vips, ["192.0.2.100/24", "192.0.2.9/24"]);
+        assert!(
+            !cluster
+                .members
+                .iter()
+                .find(|m| m.client_id == "b")
+                .unwrap()
+                .online
+        );
     }
 
     #[test]

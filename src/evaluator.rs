@@ -58,6 +58,8 @@ struct Pending {
     first_seen: DateTime<Utc>,
     due: DateTime<Utc>,
     requested: bool,
+    /// When this change needs another look even if nothing arrives.
+    wake: DateTime<Utc>,
 }
 
 #[derive(Debug, Clone)]
@@ -260,6 +262,35 @@ impl Evaluator {
         }
     }
 
+    /// Evaluates only these clusters (a host's fresh reading touches only its own);
+    /// a cluster missing here is not taken as gone.
+    pub fn evaluate_some(&mut self, clusters: &[Cluster], now: DateTime<Utc>) -> Outcome {
+        let now = chrono::SubsecRound::trunc_subsecs(now, 3);
+        let mut out = Outcome::default();
+        for cluster in clusters {
+            self.evaluate_one(cluster, now, &mut out);
+        }
+        out.wake_at = self.next_wake();
+        out
+    }
+
+    /// The earliest moment a pending change needs another look.
+    pub fn next_wake(&self) -> Option<DateTime<Utc>> {
+        self.clusters
+            .values()
+            .filter_map(|t| t.pending.as_ref().map(|p| p.wake))
+            .min()
+    }
+
+    /// Clusters with a change pending.
+    pub fn pending_keys(&self) -> Vec<String> {
+        self.clusters
+            .iter()
+            .filter(|(_, t)| t.pending.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
     /// The confirmed state of a cluster, if it was seen.
     pub fn confirmed(&self, key: &str) -> Option<&Confirmed> {
         self.clusters.get(key).map(|t| &t.confirmed)
@@ -298,6 +329,7 @@ impl Evaluator {
         for cluster in clusters {
             self.evaluate_one(cluster, now, &mut out);
         }
+        out.wake_at = self.next_wake();
         out
     }
 
@@ -345,6 +377,7 @@ impl Evaluator {
                 first_seen: now,
                 due: now + interval,
                 requested: false,
+                wake: now + interval,
             },
         };
         let live: Vec<&Member> = cluster.members.iter().filter(|m| m.live()).collect();
@@ -390,7 +423,7 @@ impl Evaluator {
         } else {
             wake
         };
-        out.wake_at = Some(out.wake_at.map_or(wake, |w| w.min(wake)));
+        pending.wake = wake;
         tracked.pending = Some(pending);
     }
 }
