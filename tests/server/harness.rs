@@ -631,3 +631,14 @@ impl Server {
         std::mem::replace(&mut self.launch, Launch::new())
     }
 }
+
+impl Server {
+    /// Stops a server run in this process and hands back its launch (same data).
+    pub fn stop_in_process(mut self) -> Launch {
+        if let Some((shutdown, thread)) = self.inproc.take() {
+            shutdown.trigger();
+            let _ = thread.join();
+        }
+        std::mem::replace(&mut self.launch, Launch::new())
+    }
+}

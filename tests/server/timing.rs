@@ -156,3 +156,82 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_repeats() {
+    let launch = Launch::new();
+    let port = launch.port;
+    let (server, clock) = launch.start_in_process();
+    let admin = server.admin();
+    let a = server.register_agent(&admin, "lb-a");
+    let b = server.register_agent(&admin, "lb-b");
+    let mut wa = server.connect_agent(&a);
+    let mut wb = server.connect_agent(&b);
+    // A single-host fault: an incident opens before the restart.
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "FAULT")]));
+    std::thread::sleep(Duration::from_millis(700));
+    clock.advance(Span::seconds(4));
+    wa.expect("REQUEST_STATE_UPDATE");
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "FAULT")]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cluster_events(&server, &admin).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no incident before the restart"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        cluster_events(&server, &admin)[0]["kind"],
+        "vrrp.incident_opened"
+    );
+    drop((wa, wb));
+    let mut launch = server.stop_in_process();
+    launch.port = port;
+
+    // Restarted: only a comes back, with b's fault healed meanwhile.
+    let (server, clock) = launch.start_in_process();
+    let admin = server.admin();
+    let mut wa = server.connect_agent(&a);
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    std::thread::sleep(Duration::from_millis(700));
+    clock.advance(Span::seconds(30));
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        cluster_events(&server, &admin).len(),
+        1,
+        "the start-up guard holds evaluation while b is away"
+    );
+    wa.assert_no("REQUEST_STATE_UPDATE", Duration::from_millis(1200));
+    // b returns: evaluation starts; the open incident is not opened again...
+    let mut wb = server.connect_agent(&b);
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(
+        cluster_events(&server, &admin).len(),
+        1,
+        "nothing repeated after the restart"
+    );
+    // ...and the recovery that happened while the server was down is still reported.
+    clock.advance(Span::seconds(4));
+    wa.expect("REQUEST_STATE_UPDATE");
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let events = cluster_events(&server, &admin);
+        if events.len() == 2 {
+            assert_eq!(events[0]["kind"], "vrrp.incident_resolved");
+            assert_eq!(events[0]["data"]["incident"]["resolution"], "recovered");
+            assert_eq!(
+                events[0]["correlationId"], events[1]["correlationId"],
+                "the incident from before the restart"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{events:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
