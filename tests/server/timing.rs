@@ -235,3 +235,52 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
+    let (server, clock) = Launch::new().start_in_process();
+    let admin = server.admin();
+    let a = server.register_agent(&admin, "lb-a");
+    let mut wa = server.connect_agent(&a);
+    // A cluster of one host: degraded, so an incident opens.
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    std::thread::sleep(Duration::from_millis(700));
+    clock.advance(Span::seconds(4));
+    wa.expect("REQUEST_STATE_UPDATE");
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while cluster_events(&server, &admin).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no incident");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let opened = cluster_events(&server, &admin)[0].clone();
+    assert_eq!(
+        opened["data"]["incident"]["reasons"][0]["type"],
+        "single-member"
+    );
+    assert_eq!(
+        server
+            .delete(&format!("/api/v1/clients/{}", a.id), Auth::Cookie(&admin))
+            .status,
+        200
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let events = cluster_events(&server, &admin);
+        if let Some(resolved) = events
+            .iter()
+            .find(|e| e["kind"] == "vrrp.incident_resolved")
+        {
+            assert_eq!(resolved["data"]["incident"]["resolution"], "removed");
+            assert!(resolved["data"]["incident"]["health"].is_null());
+            assert_eq!(resolved["correlationId"], opened["correlationId"]);
+            assert_eq!(
+                resolved["data"]["cluster"]["vrid"], 51,
+                "the cluster as last confirmed"
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{events:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
