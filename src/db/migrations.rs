@@ -27,6 +27,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0004_cluster_states.sql",
         include_str!("../../sql/0004_cluster_states.sql"),
     ),
+    (
+        5,
+        "0005_webhooks.sql",
+        include_str!("../../sql/0005_webhooks.sql"),
+    ),
 ];
 
 #[derive(Debug)]

@@ -8,6 +8,7 @@ pub mod api_agents;
 pub mod api_auth;
 pub mod api_settings;
 pub mod api_users;
+pub mod api_webhooks;
 pub mod conns;
 pub mod request;
 pub mod response;
@@ -273,6 +274,10 @@ fn route(app: &App, req: &Req) -> ApiResult {
                     api_settings::clean_notifications
                 }
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => api_settings::status,
+                ("GET", ["api", "v1", "webhooks"]) => api_webhooks::list,
+                ("POST", ["api", "v1", "webhooks"]) => api_webhooks::create,
+                ("PUT", ["api", "v1", "webhooks", _]) => api_webhooks::update,
+                ("DELETE", ["api", "v1", "webhooks", _]) => api_webhooks::delete,
                 _ => return Err(ApiError::not_found("Not found")),
             };
             let session = require_session(app, req)?;

@@ -1,4 +1,5 @@
 //! Webhooks: templated deliveries of activity events to chat, paging and any
 //! HTTP endpoint. The template language lives in [`template`].
 
+pub mod store;
 pub mod template;

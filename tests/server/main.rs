@@ -9,3 +9,4 @@ mod http;
 mod settings;
 mod timing;
 mod users;
+mod webhooks;
