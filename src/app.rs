@@ -48,6 +48,8 @@ pub struct App {
     /// One writer of the config file at a time.
     pub config_file: Mutex<()>,
     clients_changed: crossbeam_channel::Sender<()>,
+    /// The webhook threads.
+    pub webhooks: crate::webhooks::delivery::Dispatcher,
     /// To the `cluster-eval` thread.
     evaluate: crossbeam_channel::Sender<crate::cluster_eval::EvalMsg>,
     /// The first-run administrator and the file holding its generated password,
@@ -119,6 +121,7 @@ impl App {
                         "ACTIVITY_APPENDED",
                         serde_json::Value::Array(records),
                     ));
+                    self.webhooks.offer(&stored);
                 }
                 true
             }
@@ -280,6 +283,7 @@ pub fn run(
         config_file: Mutex::new(()),
         clients_changed,
         evaluate,
+        webhooks: Default::default(),
         initial_password: Mutex::new(initial_password),
         config,
         db,
@@ -288,6 +292,7 @@ pub fn run(
 
     spawn_clients_feed(app.clone(), clients_feed, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
+    app.webhooks.attach(&app);
     crate::cluster_eval::spawn(app.clone(), eval_inbox, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
     for which in [Which::Tokens, Which::Notifications] {

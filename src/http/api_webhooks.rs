@@ -55,3 +55,22 @@ pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiRes
     log::info!("Webhook {id} deleted by \"{}\"", session.username);
     Ok(Resp::ok(&json!({ "success": true })))
 }
+
+/// `POST /api/v1/webhooks/test`: renders the sample event, sends it once, records
+/// nothing. A refusing target is still a 200 with `ok: false`.
+pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    use crate::webhooks::delivery;
+    let spec = spec(req)?;
+    let event = delivery::sample_for(&spec, app.clock.now());
+    let ctx = delivery::context(app, &event, &spec.name);
+    let rendered = delivery::render(&spec, &ctx)
+        .map_err(|e| ApiError::bad_request(format!("bodyTemplate: {e}")))?;
+    let attempt = delivery::send(&spec, &rendered);
+    Ok(Resp::ok(&json!({
+        "ok": attempt.ok(),
+        "status": attempt.status,
+        "error": attempt.error,
+        "body": rendered.body,
+        "response": attempt.response,
+    })))
+}

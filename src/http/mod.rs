@@ -276,6 +276,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => api_settings::status,
                 ("GET", ["api", "v1", "webhooks"]) => api_webhooks::list,
                 ("POST", ["api", "v1", "webhooks"]) => api_webhooks::create,
+                ("POST", ["api", "v1", "webhooks", "test"]) => api_webhooks::test,
                 ("PUT", ["api", "v1", "webhooks", _]) => api_webhooks::update,
                 ("DELETE", ["api", "v1", "webhooks", _]) => api_webhooks::delete,
                 _ => return Err(ApiError::not_found("Not found")),

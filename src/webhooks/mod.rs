@@ -1,5 +1,6 @@
 //! Webhooks: templated deliveries of activity events to chat, paging and any
 //! HTTP endpoint. The template language lives in [`template`].
 
+pub mod delivery;
 pub mod store;
 pub mod template;

@@ -108,3 +108,337 @@ fn webhook_definitions_with_defaults_refusals_and_order() {
         1
     );
 }
+
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// One request as the receiver saw it: method, URL, headers (lower-case), JSON body.
+type Received = (String, String, Vec<(String, String)>, serde_json::Value);
+
+/// A real HTTP receiver: records every request and answers with the next scripted
+/// status (the last one repeats); `None` means never answering (the caller times out).
+struct Receiver {
+    port: u16,
+    got: mpsc::Receiver<Received>,
+    _stop: mpsc::Sender<()>,
+}
+
+impl Receiver {
+    fn start(script: Vec<Option<u16>>) -> Receiver {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let port = server.server_addr().to_ip().unwrap().port();
+        let (tx, got) = mpsc::channel();
+        let (stop_tx, stop_rx) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let mut n = 0;
+            let mut hanging = Vec::new();
+            loop {
+                if matches!(stop_rx.try_recv(), Err(mpsc::TryRecvError::Disconnected)) {
+                    return;
+                }
+                let Ok(Some(mut rq)) = server.recv_timeout(Duration::from_millis(50)) else {
+                    continue;
+                };
+                let mut body = String::new();
+                let _ = std::io::Read::read_to_string(rq.as_reader(), &mut body);
+                let headers = rq
+                    .headers()
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.field.as_str().as_str().to_ascii_lowercase(),
+                            h.value.as_str().to_owned(),
+                        )
+                    })
+                    .collect();
+                let _ = tx.send((
+                    rq.method().as_str().to_owned(),
+                    rq.url().to_owned(),
+                    headers,
+                    serde_json::from_str(&body).unwrap_or(serde_json::Value::Null),
+                ));
+                let step = script.get(n).or(script.last()).copied().flatten();
+                n += 1;
+                match step {
+                    Some(status) => {
+                        let _ = rq.respond(
+                            tiny_http::Response::from_string(format!(
+                                "answer {n}: {}",
+                                "x".repeat(600)
+                            ))
+                            .with_status_code(status),
+                        );
+                    }
+                    None => hanging.push(rq),
+                }
+            }
+        });
+        Receiver {
+            port,
+            got,
+            _stop: stop_tx,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn next(&self, within: Duration) -> Option<Received> {
+        self.got.recv_timeout(within).ok()
+    }
+}
+
+fn create_hook(server: &Server, admin: &str, body: serde_json::Value) -> String {
+    let a = server.post("/api/v1/webhooks", Auth::Cookie(admin), &body.to_string());
+    assert_eq!(a.status, 201, "{:?}", a.body);
+    a.body["id"].as_str().unwrap().to_owned()
+}
+
+fn event(id: &str, kind: &str, level: &str) -> serde_json::Value {
+    json!({ "id": id, "occurredAt": chrono::Utc::now().to_rfc3339(), "kind": kind, "level": level, "subject": { "instanceName": "VI_1", "vrid": 51 }, "data": { "from": "MASTER", "to": "BACKUP" } })
+}
+
+#[test]
+fn deliveries_are_filtered_rendered_and_in_order() {
+    let receiver = Receiver::start(vec![Some(200)]);
+    let server = Server::start();
+    let admin = server.admin();
+    create_hook(
+        &server,
+        &admin,
+        json!({
+            "name": "chat", "url": receiver.url("/hook/{{client.hostname}}"), "minLevel": "info", "kinds": ["test.*"],
+            "headers": { "X-Host": "{{client.hostname}}", "Content-Type": "text/plain" },
+            "bodyTemplate": r#"{"text": "{{event.message}}", "kind": "{{event.kind}}", "n": "{{event.subject.vrid}}", "by": "{{webhook.name}}"}"#,
+        }),
+    );
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut ws = server.connect_agent(&agent);
+    ws.send("ACTIVITY", json!({ "events": [event("a", "test.first", "info"), event("b", "other.kind", "error"), event("c", "test.quiet", "trace")] }));
+    ws.expect("ACTIVITY_ACK");
+    let (method, url, headers, body) = receiver.next(Duration::from_secs(5)).expect("a delivery");
+    assert_eq!((method.as_str(), url.as_str()), ("POST", "/hook/lb-1"));
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(header("x-host").as_deref(), Some("lb-1"));
+    assert_eq!(
+        header("content-type").as_deref(),
+        Some("application/json"),
+        "always JSON"
+    );
+    assert_eq!(body["kind"], "test.first");
+    assert_eq!(body["n"], 51, "a whole placeholder keeps its type");
+    assert_eq!(body["by"], "chat");
+    assert!(
+        body["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("test.first on lb-1"),
+        "{}",
+        body["text"]
+    );
+    assert!(
+        receiver.next(Duration::from_millis(500)).is_none(),
+        "other kinds and lower levels are not sent"
+    );
+
+    let burst: Vec<_> = (0..20)
+        .map(|i| event(&format!("e{i}"), "test.burst", "warning"))
+        .collect();
+    ws.send("ACTIVITY", json!({ "events": burst }));
+    ws.expect("ACTIVITY_ACK");
+    let order: Vec<String> = (0..20)
+        .map(|_| {
+            receiver.next(Duration::from_secs(5)).unwrap().3["kind"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(order.len(), 20);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let hook = server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body[0].clone();
+        if hook["lastStatus"] == 200 {
+            assert!(hook["lastError"].is_null() && hook["lastAttemptAt"].is_string());
+            break;
+        }
+        assert!(Instant::now() < deadline, "{hook}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let kinds: Vec<String> = server
+        .get("/api/v1/activity", Auth::Cookie(&admin))
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        kinds.iter().all(|k| !k.contains("webhook")),
+        "outcomes never reach the activity list"
+    );
+}
+
+#[test]
+fn failed_deliveries_are_retried_after_1_and_5_seconds_of_the_server_clock() {
+    let receiver = Receiver::start(vec![Some(500), Some(429), Some(200)]);
+    let (server, clock) = Launch::new().start_in_process();
+    let admin = server.admin();
+    // Only this test's kind: deliveries to one webhook are in order, so another
+    // event waiting out its retries would hold ours back.
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "pager", "url": receiver.url("/"), "minLevel": "trace", "kinds": ["test.*"], "bodyTemplate": "{}" }),
+    );
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut ws = server.connect_agent(&agent);
+    ws.send(
+        "ACTIVITY",
+        json!({ "events": [event("r1", "test.retry", "error")] }),
+    );
+    ws.expect("ACTIVITY_ACK");
+    let first = receiver
+        .next(Duration::from_secs(5))
+        .expect("first attempt (500)");
+    assert_eq!(first.0, "POST");
+    assert!(
+        receiver.next(Duration::from_millis(600)).is_none(),
+        "no retry before a second of server time"
+    );
+    clock.advance(chrono::Duration::seconds(1));
+    assert!(
+        receiver.next(Duration::from_secs(3)).is_some(),
+        "second attempt after 1 s (429)"
+    );
+    clock.advance(chrono::Duration::seconds(4));
+    assert!(
+        receiver.next(Duration::from_millis(600)).is_none(),
+        "the last retry waits 5 s"
+    );
+    clock.advance(chrono::Duration::seconds(1));
+    assert!(
+        receiver.next(Duration::from_secs(3)).is_some(),
+        "third attempt after 5 s (200)"
+    );
+    clock.advance(chrono::Duration::seconds(30));
+    assert!(
+        receiver.next(Duration::from_millis(600)).is_none(),
+        "two retries at most"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body[0]["lastStatus"] != 200 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_dead_webhook_delays_no_other() {
+    let dead = Receiver::start(vec![None]);
+    let alive = Receiver::start(vec![Some(204)]);
+    let server = Server::start();
+    let admin = server.admin();
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "dead", "url": dead.url("/"), "minLevel": "trace", "kinds": ["test.*"], "timeoutMs": 60000, "bodyTemplate": "{}" }),
+    );
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "alive", "url": alive.url("/"), "minLevel": "trace", "kinds": ["test.*"], "bodyTemplate": "{\"id\": \"{{event.id}}\"}" }),
+    );
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut ws = server.connect_agent(&agent);
+    for i in 0..5 {
+        ws.send(
+            "ACTIVITY",
+            json!({ "events": [event(&format!("d{i}"), "test.x", "info")] }),
+        );
+        ws.expect("ACTIVITY_ACK");
+        let got = alive
+            .next(Duration::from_secs(2))
+            .expect("the healthy webhook is not held up");
+        assert_eq!(got.3["id"], format!("d{i}"));
+    }
+    assert!(
+        dead.next(Duration::from_millis(100)).is_some(),
+        "the dead one got its first request and hangs"
+    );
+}
+
+#[test]
+fn the_test_endpoint_sends_the_sample_once_and_records_nothing() {
+    let refusing = Receiver::start(vec![Some(503)]);
+    let server = Server::start();
+    let admin = server.admin();
+    let body = json!({ "name": "pager", "url": refusing.url("/enqueue"), "kinds": ["vrrp.incident_*"],
+                       "bodyTemplate": r#"{"summary": "{{event.message}}", "dedup_key": "{{event.correlationId}}", "action": {"$if": "event.kind == 'vrrp.incident_resolved'", "then": "resolve", "else": "trigger"}}"# });
+    let a = server.post(
+        "/api/v1/webhooks/test",
+        Auth::Cookie(&admin),
+        &body.to_string(),
+    );
+    assert_eq!(a.status, 200, "a refusing target is still 200");
+    assert_eq!(
+        (a.body["ok"].as_bool(), a.body["status"].as_u64()),
+        (Some(false), Some(503))
+    );
+    assert_eq!(a.body["error"], "answered 503");
+    assert_eq!(a.body["body"]["action"], "trigger");
+    assert_eq!(a.body["body"]["dedup_key"], "sample-incident");
+    assert!(a.body["body"]["summary"]
+        .as_str()
+        .unwrap()
+        .starts_with("Incident opened for VRID 51 on site dc-1"));
+    assert_eq!(
+        a.body["response"].as_str().unwrap().chars().count(),
+        500,
+        "the first 500 characters of the answer"
+    );
+    assert!(refusing.next(Duration::from_secs(1)).is_some());
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        refusing.next(Duration::from_millis(100)).is_none(),
+        "sent once, no retries"
+    );
+    assert_eq!(
+        server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body,
+        json!([]),
+        "nothing saved"
+    );
+    // No matching kind: vrrp.state_changed.
+    let a = server.post("/api/v1/webhooks/test", Auth::Cookie(&admin), &json!({ "name": "x", "url": refusing.url("/"), "bodyTemplate": "{\"k\": \"{{event.kind}}\"}" }).to_string());
+    assert_eq!(a.body["body"]["k"], "vrrp.state_changed");
+    // Nothing answering at all.
+    let port = free_port();
+    let a = server.post(
+        "/api/v1/webhooks/test",
+        Auth::Cookie(&admin),
+        &json!({ "name": "x", "url": format!("http://127.0.0.1:{port}/"), "bodyTemplate": "{}" })
+            .to_string(),
+    );
+    assert_eq!(
+        (a.status, a.body["ok"].as_bool(), a.body["status"].clone()),
+        (200, Some(false), serde_json::Value::Null)
+    );
+    assert!(a.body["error"].is_string());
+    assert_eq!(
+        server
+            .post(
+                "/api/v1/webhooks/test",
+                Auth::Cookie(&admin),
+                r#"{"name": "x"}"#
+            )
+            .status,
+        400,
+        "an invalid webhook"
+    );
+}

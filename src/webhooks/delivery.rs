@@ -1,0 +1,393 @@
+//! Delivering events to webhooks: one `webhook:<name>` thread per webhook, so
+//! deliveries to one run in order and a slow or dead one never delays another,
+//! ingest or the dashboards.
+//!
+//! Each newly stored event is offered to every enabled webhook whose level and
+//! kinds it passes; beyond [`QUEUE`] waiting events, new ones are dropped for that
+//! webhook with a warning. A delivery that got no answer, a 5xx or a 429 is
+//! retried after 1 s and 5 s (on the server's clock). The outcome goes to the
+//! webhook's lastStatus/lastError/lastAttemptAt and the log, never the activity list.
+
+use super::store::{self, Webhook};
+use super::template::{compile, compile_text};
+use crate::activity::Event;
+use crate::app::App;
+use crate::clock::iso;
+use crate::messages::compose;
+use chrono::Duration;
+use crossbeam_channel::{bounded, Sender, TrySendError};
+use parking_lot::Mutex;
+use rusqlite::params;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+/// Deliveries waiting per webhook before new events are dropped for it.
+pub const QUEUE: usize = 100;
+/// Waits before the retries of a failed delivery.
+pub const RETRY_AFTER_SECS: [i64; 2] = [1, 5];
+
+/// The outcome of one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    pub status: Option<u16>,
+    pub error: Option<String>,
+    /// The first 500 characters of the answer.
+    pub response: String,
+}
+
+impl Attempt {
+    pub fn ok(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+
+    /// Nothing answered, a 5xx, or a 429: worth another try.
+    pub fn retryable(&self) -> bool {
+        match self.status {
+            None => true,
+            Some(s) => s >= 500 || s == 429,
+        }
+    }
+}
+
+/// The context a template reads: `event` (with message and detail), `client`, `webhook`.
+pub fn context(app: &App, event: &Value, webhook_name: &str) -> Value {
+    let client = event["clientId"]
+        .as_str()
+        .and_then(|id| crate::clients::get(&app.db, id).ok().flatten());
+    let host = client.as_ref().map(|c| c.name().to_owned());
+    let (message, detail) = compose(
+        event["kind"].as_str().unwrap_or_default(),
+        &event["subject"],
+        &event["data"],
+        host.as_deref(),
+    );
+    let mut event = event.clone();
+    if let Some(o) = event.as_object_mut() {
+        o.remove("seen");
+        o.insert("message".into(), json!(message));
+        o.insert("detail".into(), json!(detail));
+    }
+    json!({
+        "event": event,
+        "client": client.map(|c| json!({ "id": c.id, "name": c.name(), "hostname": c.hostname, "site": c.site })),
+        "webhook": { "name": webhook_name },
+    })
+}
+
+/// What a delivery sends: method, URL, headers, body.
+pub struct Rendered {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+pub fn render(hook: &store::WebhookSpec, ctx: &Value) -> Result<Rendered, String> {
+    let body = compile(&hook.body_template)
+        .map_err(|e| e.to_string())?
+        .render(ctx);
+    let url = compile_text(&hook.url, "url")
+        .map_err(|e| e.to_string())?
+        .render(ctx);
+    let mut headers = Vec::new();
+    for (k, v) in &hook.headers {
+        let value = compile_text(v.as_str().unwrap_or_default(), k)
+            .map_err(|e| e.to_string())?
+            .render(ctx);
+        headers.push((k.clone(), value));
+    }
+    Ok(Rendered { url, headers, body })
+}
+
+/// One attempt, with the webhook's timeout.
+pub fn send(hook: &store::WebhookSpec, rendered: &Rendered) -> Attempt {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(std::time::Duration::from_millis(hook.timeout_ms)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let body = rendered.body.to_string();
+    let mut request = ureq::http::Request::builder()
+        .method(hook.method.as_str())
+        .uri(&rendered.url);
+    for (k, v) in &rendered.headers {
+        if !k.eq_ignore_ascii_case("content-type") {
+            request = request.header(k.as_str(), v.as_str());
+        }
+    }
+    let request = match request
+        .header("content-type", "application/json")
+        .body(body)
+    {
+        Ok(r) => r,
+        Err(e) => {
+            return Attempt {
+                status: None,
+                error: Some(format!("cannot build the request: {e}")),
+                response: String::new(),
+            }
+        }
+    };
+    match agent.run(request) {
+        Ok(mut answer) => {
+            let status = answer.status().as_u16();
+            let text = answer.body_mut().read_to_string().unwrap_or_default();
+            let response: String = text.chars().take(500).collect();
+            let error = (!(200..300).contains(&status)).then(|| format!("answered {status}"));
+            Attempt {
+                status: Some(status),
+                error,
+                response,
+            }
+        }
+        Err(e) => Attempt {
+            status: None,
+            error: Some(e.to_string()),
+            response: String::new(),
+        },
+    }
+}
+
+/// The webhook threads, one per webhook that had something to deliver.
+#[derive(Default)]
+pub struct Dispatcher {
+    app: Mutex<Weak<App>>,
+    queues: Mutex<HashMap<String, Sender<Value>>>,
+}
+
+impl Dispatcher {
+    pub fn attach(&self, app: &Arc<App>) {
+        *self.app.lock() = Arc::downgrade(app);
+    }
+
+    /// Offers newly stored events to every webhook that wants them.
+    pub fn offer(&self, events: &[Event]) {
+        let Some(app) = self.app.lock().upgrade() else {
+            return;
+        };
+        let hooks = match store::list(&app.db) {
+            Ok(h) => h,
+            Err(e) => {
+                log::error!("Cannot read the webhooks: {e}");
+                return;
+            }
+        };
+        for hook in hooks.iter().filter(|h| h.spec.enabled) {
+            for event in events
+                .iter()
+                .filter(|e| hook.spec.wants(&e.kind, e.level.as_str()))
+            {
+                let tx = self.queue_of(&app, hook);
+                match tx.try_send(event.to_json(false)) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        log::warn!("Webhook \"{}\": {QUEUE} deliveries waiting; event {} is dropped for it", hook.spec.name, event.id)
+                    }
+                    Err(TrySendError::Disconnected(_)) => {
+                        self.queues.lock().remove(&hook.id);
+                    }
+                }
+            }
+        }
+    }
+
+    fn queue_of(&self, app: &Arc<App>, hook: &Webhook) -> Sender<Value> {
+        let mut queues = self.queues.lock();
+        if let Some(tx) = queues.get(&hook.id) {
+            return tx.clone();
+        }
+        let (tx, rx) = bounded::<Value>(QUEUE);
+        let (app, id, name) = (app.clone(), hook.id.clone(), hook.spec.name.clone());
+        let spawned = std::thread::Builder::new()
+            .name(format!("webhook:{name}"))
+            .spawn(move || {
+                for event in rx {
+                    // The configuration is read per delivery: it may have changed; a
+                    // deleted webhook ends its thread.
+                    let Ok(Some(hook)) = store::get(&app.db, &id) else {
+                        return;
+                    };
+                    crate::lifecycle::contain_panics(|| deliver(&app, &hook, &event));
+                }
+            });
+        if let Err(e) = spawned {
+            log::error!(
+                "Cannot start the thread of webhook \"{}\": {e}",
+                hook.spec.name
+            );
+        }
+        queues.insert(hook.id.clone(), tx.clone());
+        tx
+    }
+}
+
+/// Delivers one event, with the retries, and records the outcome.
+fn deliver(app: &App, hook: &Webhook, event: &Value) {
+    let ctx = context(app, event, &hook.spec.name);
+    let rendered = match render(&hook.spec, &ctx) {
+        Ok(r) => r,
+        Err(e) => {
+            record(
+                app,
+                &hook.id,
+                &Attempt {
+                    status: None,
+                    error: Some(format!("cannot render: {e}")),
+                    response: String::new(),
+                },
+            );
+            return;
+        }
+    };
+    // The schedule is fixed from the first attempt (retries at +1 s and +1+5 s),
+    // so how long an attempt took does not shift the next.
+    let mut due = app.clock.now();
+    let mut attempt = send(&hook.spec, &rendered);
+    for wait in RETRY_AFTER_SECS {
+        if attempt.ok() || !attempt.retryable() {
+            break;
+        }
+        due += Duration::seconds(wait);
+        while app.clock.now() < due {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        attempt = send(&hook.spec, &rendered);
+    }
+    if !attempt.ok() {
+        log::warn!(
+            "Webhook \"{}\": delivery of event {} failed: {}",
+            hook.spec.name,
+            event["id"].as_str().unwrap_or("?"),
+            attempt.error.as_deref().unwrap_or("?")
+        );
+    }
+    record(app, &hook.id, &attempt);
+}
+
+fn record(app: &App, id: &str, attempt: &Attempt) {
+    let (id, status, error, at) = (
+        id.to_owned(),
+        attempt.status.map(i64::from),
+        attempt.error.clone(),
+        iso(app.clock.now()),
+    );
+    let saved = app.db.write(move |c| {
+        c.execute("UPDATE webhooks SET last_status = ?2, last_error = ?3, last_attempt_at = ?4 WHERE id = ?1", params![id, status, error, at])?;
+        Ok::<_, crate::db::DbError>(())
+    });
+    if let Err(e) = saved {
+        log::error!("Cannot record a webhook outcome: {e}");
+    }
+}
+
+/// Sample events for `POST /api/v1/webhooks/test`, one per kind worth showing.
+pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
+    let at = iso(now);
+    let cluster = json!({
+        "site": "dc-1", "vrid": 51, "networks": ["192.0.2.0/24"], "vips": ["192.0.2.100/24"], "health": "split-brain",
+        "master": null, "masters": ["lb-1", "lb-2"],
+        "members": [
+            { "host": "lb-1", "clientId": null, "instanceName": "VI_1", "state": "MASTER", "priority": 130, "effectivePriority": 130, "online": true, "reporting": true, "readAt": at, "vips": ["192.0.2.100/24"] },
+            { "host": "lb-2", "clientId": null, "instanceName": "VI_1", "state": "MASTER", "priority": 120, "effectivePriority": 120, "online": true, "reporting": true, "readAt": at, "vips": ["192.0.2.100/24"] }
+        ]
+    });
+    let incident = |health: Value, extra: Value| {
+        let mut i = json!({ "id": "sample-incident", "health": health, "previousHealth": "ok",
+            "reasons": [{ "type": "split-brain", "text": "lb-1 and lb-2 are all MASTER at once (split brain).", "hosts": ["lb-1", "lb-2"] }],
+            "history": ["split-brain"], "openedAt": at, "confirmedAt": at });
+        if let (Some(o), Some(e)) = (i.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+        i
+    };
+    let event = |kind: &str,
+                 level: &str,
+                 source: &str,
+                 subject: Value,
+                 data: Value,
+                 correlation: Option<&str>| {
+        json!({ "id": format!("sample-{kind}"), "occurredAt": at, "receivedAt": at, "source": source, "clientId": null,
+                "kind": kind, "level": level, "correlationId": correlation, "subject": subject, "data": data })
+    };
+    let vrrp = json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" });
+    vec![
+        event(
+            "vrrp.state_changed",
+            "warning",
+            "agent",
+            vrrp.clone(),
+            json!({ "from": "MASTER", "to": "BACKUP", "priority": 130, "effectivePriority": 130 }),
+            None,
+        ),
+        event(
+            "vrrp.master_changed",
+            "info",
+            "server",
+            vrrp.clone(),
+            json!({ "cluster": cluster, "previousMaster": "lb-1" }),
+            None,
+        ),
+        event(
+            "vrrp.split_brain",
+            "info",
+            "server",
+            vrrp.clone(),
+            json!({ "cluster": cluster, "previousMaster": "lb-1" }),
+            None,
+        ),
+        event(
+            "vrrp.incident_opened",
+            "warning",
+            "server",
+            vrrp.clone(),
+            json!({ "cluster": cluster, "incident": incident(json!("split-brain"), json!({})) }),
+            Some("sample-incident"),
+        ),
+        event(
+            "vrrp.incident_updated",
+            "warning",
+            "server",
+            vrrp.clone(),
+            json!({ "cluster": cluster, "incident": incident(json!("degraded"), json!({ "added": ["lb-2 is in FAULT."], "cleared": [] })) }),
+            Some("sample-incident"),
+        ),
+        event(
+            "vrrp.incident_resolved",
+            "info",
+            "server",
+            vrrp,
+            json!({ "cluster": cluster, "incident": incident(json!("ok"), json!({ "reasons": [], "resolvedAt": at, "durationSeconds": 312, "resolution": "recovered" })) }),
+            Some("sample-incident"),
+        ),
+        event(
+            "keepalived.stopped",
+            "warning",
+            "agent",
+            json!({}),
+            json!({ "pid": 4242, "version": "2.2.7" }),
+            None,
+        ),
+        event(
+            "client.connected",
+            "trace",
+            "server",
+            json!({}),
+            json!({ "connectionMode": "inbound", "version": "1.0.0", "clientName": "lb-1" }),
+            None,
+        ),
+    ]
+}
+
+/// The sample for a webhook's kinds: the first one its patterns match, else
+/// `vrrp.state_changed`.
+pub fn sample_for(spec: &store::WebhookSpec, now: chrono::DateTime<chrono::Utc>) -> Value {
+    let all = samples(now);
+    all.iter()
+        .find(|e| {
+            spec.kinds
+                .iter()
+                .any(|p| store::kind_matches(p, e["kind"].as_str().unwrap_or_default()))
+        })
+        .unwrap_or(&all[0])
+        .clone()
+}
