@@ -23,7 +23,6 @@ cd "$here"
 echo "bench-failover: building release binaries" >&2
 cargo build --release -q -p vrrp-monitor --bin vrrp-monitor
 cargo build --release -q -p vrrp-agent --bin vrrp-agent
-# The measurement lives beside the lab tests (same lab, server and register helpers).
-cargo test --release -q -p vrrp-agent --test lab_inbound -- \
-    --ignored --exact bench_failover --nocapture --test-threads=1 2>&1 |
+# The measurement shares the lab tests' helpers (agent/tests/support).
+cargo bench -q -p vrrp-agent --bench failover 2>&1 |
     grep -E '^bench-failover:|panicked|FAILED' || { echo "bench-failover: failed" >&2; exit 1; }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod inbound;
 pub mod lab;
 
 pub const ADMIN_PASSWORD: &str = "agent-e2e-admin-pw";

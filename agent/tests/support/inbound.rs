@@ -1,0 +1,180 @@
+//! Shared by the lab tests and the failover benchmark: an agent running inside a lab
+//! host, and its registration through its own register page.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::lab::Lab;
+use super::*;
+
+pub const CONFIG: &str =
+    "keepalived:\n  pollInterval: 5\n  notifyFifo: /tmp/keepalived_vrrp.fifo\n";
+
+pub struct HostAgent {
+    pub host: String,
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    pub child: Option<Child>,
+    pub runs: u32,
+    pub log_level: &'static str,
+}
+
+impl HostAgent {
+    pub fn new(lab: &Lab, host: &str) -> HostAgent {
+        let dir = lab.work.join(format!("agent-{host}"));
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(dir.join("config.yaml"), CONFIG).unwrap();
+        HostAgent {
+            host: host.into(),
+            dir,
+            bin: lab.work.join("vrrp-agent"),
+            child: None,
+            runs: 0,
+            log_level: "debug",
+        }
+    }
+
+    pub fn start(&mut self, lab: &Lab) {
+        self.runs += 1;
+        let log = fs::File::create(self.log_path(self.runs)).unwrap();
+        let child = lab
+            .cmd(&["exec", &self.host, self.bin.to_str().unwrap()])
+            .env("SVC_CLIENT_CONFIG", self.dir.join("config.yaml"))
+            .env("SVC_CLIENT_DATA_DIR", self.dir.join("data"))
+            .env("LOG_LEVEL", self.log_level)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        wait_for("the agent's web server", 20, || {
+            self.log().contains("Web server listening").then_some(())
+        });
+    }
+
+    pub fn log_path(&self, run: u32) -> PathBuf {
+        self.dir.join(format!("agent-{run}.log"))
+    }
+
+    pub fn log(&self) -> String {
+        fs::read_to_string(self.log_path(self.runs)).unwrap_or_default()
+    }
+
+    pub fn all_logs(&self) -> String {
+        (1..=self.runs)
+            .map(|r| fs::read_to_string(self.log_path(r)).unwrap_or_default())
+            .collect()
+    }
+
+    pub fn get(&self, lab: &Lab, path: &str) -> Value {
+        let (_, b) = lab.curl(&self.host, &[&format!("http://127.0.0.1:3011{path}")]);
+        serde_json::from_str(&b).unwrap_or(Value::Null)
+    }
+
+    pub fn post(&self, lab: &Lab, path: &str, body: &Value) -> (u16, Value) {
+        let (s, b) = lab.curl(
+            &self.host,
+            &[
+                "-X",
+                "POST",
+                "-H",
+                "Content-Type: application/json",
+                "-d",
+                &body.to_string(),
+                &format!("http://127.0.0.1:3011{path}"),
+            ],
+        );
+        (s, serde_json::from_str(&b).unwrap_or(Value::Null))
+    }
+
+    pub fn queue(&self) -> Vec<Value> {
+        fs::read_to_string(self.dir.join("data/queue.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+            .and_then(|v| v["events"].as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// The agent's PID as the root PID namespace sees it.
+    pub fn pid(&self) -> Option<i32> {
+        let want = format!("SVC_CLIENT_DATA_DIR={}", self.dir.join("data").display());
+        for e in fs::read_dir("/proc").ok()?.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if fs::read_link(e.path().join("exe")).ok().as_deref() != Some(self.bin.as_path()) {
+                continue;
+            }
+            let env = fs::read(e.path().join("environ")).unwrap_or_default();
+            if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+                return Some(pid);
+            }
+        }
+        None
+    }
+
+    pub fn kill(&mut self, sig: nix::sys::signal::Signal) {
+        let pid = self.pid().expect("agent process");
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
+        if let Some(mut c) = self.child.take() {
+            let t0 = Instant::now();
+            while c.try_wait().unwrap().is_none() {
+                assert!(t0.elapsed() < Duration::from_secs(15), "agent did not exit");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    pub fn connected(&self, lab: &Lab) -> bool {
+        self.get(lab, "/api/status/connection")["connected"] == true
+    }
+}
+
+impl Drop for HostAgent {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            if let Some(pid) = self.pid() {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            if let Some(mut c) = self.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// State changes stored on the server, counted by (client, instance, from, to).
+pub fn register(lab: &Lab, server: &Server, admin: &str, a: &HostAgent) -> String {
+    let pin = wait_for("the PIN", 10, || {
+        a.log()
+            .lines()
+            .find_map(|l| l.split("Setup PIN: ").nth(1).map(|p| p.trim().to_string()))
+    });
+    let token = server.token(admin);
+    let (s, b) = a.post(
+        lab,
+        "/api/register",
+        &json!({"url": server.url(), "token": token, "pin": pin}),
+    );
+    assert_eq!(s, 200, "{}: {b}", a.host);
+    wait_for("connected", 20, || a.connected(lab).then_some(()));
+    let id: Value =
+        serde_json::from_str(&fs::read_to_string(a.dir.join("data/identity.json")).unwrap())
+            .unwrap();
+    id["clientId"].as_str().unwrap().to_string()
+}
+
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
