@@ -176,6 +176,37 @@ pub fn spawn_with(
     })
 }
 
+/// The triggers that one reading serves.
+struct Batch {
+    sources: Vec<TriggerSource>,
+    replies: Vec<Sender<Arc<Reading>>>,
+    /// The earliest trigger: a reading's latency is measured from here.
+    first_at: Option<Instant>,
+    stop: bool,
+}
+
+/// Everything that arrived while the last reading was in flight becomes exactly one
+/// further reading, which answers every trigger in it.
+fn coalesce(messages: impl Iterator<Item = ReaderMsg>) -> Batch {
+    let mut batch = Batch {
+        sources: Vec::new(),
+        replies: Vec::new(),
+        first_at: None,
+        stop: false,
+    };
+    for m in messages {
+        match m {
+            ReaderMsg::Read { source, at, reply } => {
+                batch.first_at = Some(batch.first_at.map_or(at, |f| f.min(at)));
+                batch.sources.push(source);
+                batch.replies.extend(reply);
+            }
+            ReaderMsg::Stop => batch.stop = true,
+        }
+    }
+    batch
+}
+
 impl Reader {
     fn run(mut self, rx: Receiver<ReaderMsg>) {
         let mut last_start = Instant::now();
@@ -195,21 +226,10 @@ impl Reader {
                     Err(_) => return,
                 },
             };
-            let mut replies = Vec::new();
-            let mut sources = Vec::new();
-            let mut stop = false;
-            let mut first_at: Option<Instant> = None;
             // Coalesce: this message plus everything already waiting is one reading.
-            for m in std::iter::once(msg).chain(rx.try_iter()) {
-                match m {
-                    ReaderMsg::Read { source, at, reply } => {
-                        first_at = Some(first_at.map_or(at, |f| f.min(at)));
-                        sources.push(source);
-                        replies.extend(reply);
-                    }
-                    ReaderMsg::Stop => stop = true,
-                }
-            }
+            let batch = coalesce(std::iter::once(msg).chain(rx.try_iter()));
+            let (sources, replies, first_at) = (batch.sources, batch.replies, batch.first_at);
+            let stop = batch.stop;
             if stop {
                 return;
             }
@@ -281,6 +301,69 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn triggers_waiting_during_a_reading_become_exactly_one_more() {
+        let t0 = Instant::now();
+        let (tx, rx) = crossbeam_channel::unbounded();
+        // Five triggers arrive while a reading is in flight (they wait in the channel);
+        // two of them wait for the result.
+        let (reply_a, got_a) = crossbeam_channel::bounded(1);
+        let (reply_b, got_b) = crossbeam_channel::bounded(1);
+        for (i, source) in [
+            TriggerSource::Fifo,
+            TriggerSource::Endpoint,
+            TriggerSource::Fifo,
+            TriggerSource::ServerRequest,
+            TriggerSource::Poll,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let reply = match i {
+                1 => Some(reply_a.clone()),
+                3 => Some(reply_b.clone()),
+                _ => None,
+            };
+            tx.send(ReaderMsg::Read {
+                source,
+                at: t0 + Duration::from_millis(10 * (5 - i as u64)),
+                reply,
+            })
+            .unwrap();
+        }
+        let first = rx.recv().unwrap();
+        let batch = coalesce(std::iter::once(first).chain(rx.try_iter()));
+        assert_eq!(batch.sources.len(), 5, "one reading for all five");
+        assert_eq!(batch.replies.len(), 2, "and it answers both who wait");
+        assert_eq!(
+            batch.first_at,
+            Some(t0 + Duration::from_millis(10)),
+            "latency counts from the earliest trigger"
+        );
+        assert!(!batch.stop);
+        assert!(rx.try_recv().is_err(), "nothing left for another reading");
+        let reading = Arc::new(Reading::default());
+        for r in batch.replies {
+            r.send(reading.clone()).unwrap();
+        }
+        assert!(
+            Arc::ptr_eq(&got_a.recv().unwrap(), &got_b.recv().unwrap()),
+            "the same reading"
+        );
+        let with_stop = coalesce(
+            [
+                ReaderMsg::Read {
+                    source: TriggerSource::Poll,
+                    at: t0,
+                    reply: None,
+                },
+                ReaderMsg::Stop,
+            ]
+            .into_iter(),
+        );
+        assert!(with_stop.stop);
+    }
 
     #[test]
     fn poll_timer_is_interval_after_last_start_or_off() {
