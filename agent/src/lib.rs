@@ -2,7 +2,7 @@
 //!
 //! It finds keepalived, takes readings through signals and dump files, turns differences
 //! into activity events kept in a durable queue, and serves a small local web server.
-//! See `ARCHITECTURE-agent.md` for threads, channels and who owns what.
+//! See "The agent" in ARCHITECTURE.md for threads, channels and who owns what.
 
 pub mod clock;
 pub mod config;
