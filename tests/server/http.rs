@@ -243,3 +243,59 @@ fn stop_signal_exits_zero_and_a_second_changes_nothing() {
     assert!(log.contains("shutting down"));
     assert!(log.contains("already shutting down"));
 }
+
+/// The real panic policy, in a child process: this test binary run again with only
+/// this test and `VRRP_PANIC_CHILD` set, which installs the server's panic hook and
+/// panics outside any request.
+#[test]
+fn an_uncontained_panic_is_logged_fatal_and_exits_1_after_250_ms() {
+    if std::env::var("VRRP_PANIC_CHILD").is_ok() {
+        vrrp_monitor::logging::init(
+            vrrp_monitor::config::LogFormat::Json,
+            vrrp_monitor::config::LogLevel::Info,
+        );
+        vrrp_monitor::lifecycle::install_panic_hook();
+        let _ = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(|| panic!("a broken invariant"))
+            .unwrap()
+            .join();
+        std::thread::sleep(Duration::from_secs(10));
+        panic!("still running: the hook did not end the process");
+    }
+    let started = Instant::now();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "http::an_uncontained_panic_is_logged_fatal_and_exits_1_after_250_ms",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("VRRP_PANIC_CHILD", "1")
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        elapsed >= Duration::from_millis(250),
+        "exited after {elapsed:?}"
+    );
+    assert!(elapsed < Duration::from_secs(8), "exited after {elapsed:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let fatal: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("\"level\":\"fatal\""))
+        .collect();
+    assert_eq!(fatal.len(), 1, "{stderr}");
+    assert!(
+        fatal[0].contains("Uncaught panic in thread sqlite-writer")
+            && fatal[0].contains("a broken invariant"),
+        "{}",
+        fatal[0]
+    );
+}
