@@ -66,6 +66,11 @@ impl Mode {
 /// Set once persistence runs, so a fatal error can flush pending writes.
 static PERSIST: OnceLock<PersistHandle> = OnceLock::new();
 
+/// Makes a fatal error flush what persistence has pending before the process exits.
+pub fn flush_on_fatal(persist: PersistHandle) {
+    let _ = PERSIST.set(persist);
+}
+
 /// Runs a thread body; a panic escaping it is fatal for the process.
 pub fn guard<F: FnOnce()>(name: &str, f: F) {
     if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
@@ -189,7 +194,7 @@ pub fn main() -> i32 {
         Ok(p) => p,
         Err(e) => return stop_start(&format!("cannot start the persistence thread: {e}")),
     };
-    let _ = PERSIST.set(persist.clone());
+    flush_on_fatal(persist.clone());
 
     let status = Arc::new(RwLock::new(KeepalivedStatus {
         fifo: if config.keepalived.notify_fifo.is_some() {

@@ -1,0 +1,73 @@
+//! A fatal error (a thread dying of a panic) in the real agent code, in a child
+//! process: this test binary run again with `VRRP_AGENT_FATAL_CHILD` set. Pending
+//! queue writes must be flushed, one fatal line logged, and the process must exit 1
+//! after 250 ms.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+use vrrp_agent::config::{LogFormat, LogLevel};
+use vrrp_agent::datadir::DataDir;
+use vrrp_agent::queue::{ActivityQueue, Queue};
+use vrrp_agent::{lifecycle, logging, persist};
+use vrrp_protocol::ActivityEvent;
+
+fn child(dir: &str) -> ! {
+    logging::init(LogLevel::Info, LogFormat::Json);
+    let dir = DataDir::open(Path::new(dir)).unwrap();
+    let (tx, rx) = persist::channel();
+    let queue = ActivityQueue::new(
+        Queue::from_events(Vec::new(), chrono::Utc::now()),
+        tx.clone(),
+    );
+    let (handle, _thread) = persist::spawn(dir, queue.clone(), tx, rx).unwrap();
+    lifecycle::flush_on_fatal(handle);
+    // Two events inside the 1 s write window: not on disk yet.
+    let event = |id: &str| ActivityEvent {
+        id: id.into(),
+        occurred_at: chrono::Utc::now().to_rfc3339(),
+        kind: "keepalived.stopped".into(),
+        ..Default::default()
+    };
+    queue.push(vec![event("pending-1"), event("pending-2")]);
+    let _ =
+        std::thread::spawn(|| lifecycle::guard("worker", || panic!("a broken invariant"))).join();
+    std::thread::sleep(Duration::from_secs(10));
+    panic!("still running: the fatal path did not end the process");
+}
+
+#[test]
+fn a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms() {
+    if let Ok(dir) = std::env::var("VRRP_AGENT_FATAL_CHILD") {
+        child(&dir);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms",
+            "--nocapture",
+        ])
+        .env("VRRP_AGENT_FATAL_CHILD", dir.path())
+        .output()
+        .unwrap();
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        elapsed >= Duration::from_millis(250),
+        "exited after {elapsed:?}"
+    );
+    let fatal: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("\"level\":\"fatal\""))
+        .collect();
+    assert_eq!(fatal.len(), 1, "{stderr}");
+    assert!(fatal[0].contains("thread worker failed"), "{}", fatal[0]);
+    let queue = std::fs::read_to_string(dir.path().join("queue.json"))
+        .expect("queue.json written before the exit");
+    assert!(
+        queue.contains("pending-1") && queue.contains("pending-2"),
+        "{queue}"
+    );
+}
