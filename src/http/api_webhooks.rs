@@ -74,3 +74,12 @@ pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
         "response": attempt.response,
     })))
 }
+
+/// `GET /api/v1/webhooks/templates`: ready-made webhooks for common receivers.
+pub fn templates(_app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    let list: Vec<_> = crate::webhooks::ready::READY_MADE
+        .iter()
+        .map(|r| r.to_json())
+        .collect();
+    Ok(Resp::ok(&list))
+}

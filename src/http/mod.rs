@@ -275,6 +275,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 }
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => api_settings::status,
                 ("GET", ["api", "v1", "webhooks"]) => api_webhooks::list,
+                ("GET", ["api", "v1", "webhooks", "templates"]) => api_webhooks::templates,
                 ("POST", ["api", "v1", "webhooks"]) => api_webhooks::create,
                 ("POST", ["api", "v1", "webhooks", "test"]) => api_webhooks::test,
                 ("PUT", ["api", "v1", "webhooks", _]) => api_webhooks::update,

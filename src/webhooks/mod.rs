@@ -2,5 +2,6 @@
 //! HTTP endpoint. The template language lives in [`template`].
 
 pub mod delivery;
+pub mod ready;
 pub mod store;
 pub mod template;
