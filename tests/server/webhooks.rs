@@ -442,3 +442,67 @@ fn the_test_endpoint_sends_the_sample_once_and_records_nothing() {
         "an invalid webhook"
     );
 }
+
+#[test]
+fn beyond_100_waiting_new_events_are_dropped_for_that_webhook_only() {
+    let hanging = Receiver::start(vec![None]);
+    let healthy = Receiver::start(vec![Some(200)]);
+    let server = Server::start();
+    let admin = server.admin();
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "stuck", "url": hanging.url("/"), "minLevel": "trace", "kinds": ["test.*"], "timeoutMs": 60000, "bodyTemplate": "{}" }),
+    );
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "fine", "url": healthy.url("/"), "minLevel": "trace", "kinds": ["other.*"], "bodyTemplate": "{\"id\": \"{{event.id}}\"}" }),
+    );
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut ws = server.connect_agent(&agent);
+    // The first delivery hangs; 100 wait behind it; the next 50 are dropped for it.
+    ws.send(
+        "ACTIVITY",
+        json!({ "events": [event("first", "test.x", "info")] }),
+    );
+    ws.expect("ACTIVITY_ACK");
+    assert!(
+        hanging.next(Duration::from_secs(5)).is_some(),
+        "the first delivery is in flight and hangs"
+    );
+    let batch: Vec<_> = (0..150)
+        .map(|i| event(&format!("w{i:03}"), "test.x", "info"))
+        .collect();
+    ws.send("ACTIVITY", json!({ "events": batch }));
+    ws.expect("ACTIVITY_ACK");
+    let dropped = || {
+        server
+            .log_text()
+            .matches("Webhook \\\"stuck\\\": 100 deliveries waiting")
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while dropped() < 50 {
+        assert!(
+            Instant::now() < deadline,
+            "{} dropped, expected 50",
+            dropped()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The other webhook is not held up by the stuck one.
+    for i in 0..5 {
+        ws.send(
+            "ACTIVITY",
+            json!({ "events": [event(&format!("o{i}"), "other.y", "info")] }),
+        );
+        ws.expect("ACTIVITY_ACK");
+        assert_eq!(
+            healthy.next(Duration::from_secs(2)).expect("delivered").3["id"],
+            format!("o{i}")
+        );
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(dropped(), 50, "exactly the events beyond 100 waiting");
+}
