@@ -54,13 +54,31 @@ impl Attempt {
 pub fn context(app: &App, event: &Value, webhook_name: &str) -> Value {
     let client = event["clientId"]
         .as_str()
-        .and_then(|id| crate::clients::get(&app.db, id).ok().flatten());
-    let host = client.as_ref().map(|c| c.name().to_owned());
+        .and_then(|id| crate::clients::get(&app.db, id).ok().flatten())
+        .map(|c| ClientView {
+            id: c.id.clone(),
+            name: c.name().to_owned(),
+            hostname: c.hostname.clone(),
+            site: c.site.clone(),
+        });
+    context_of(event, client.as_ref(), webhook_name)
+}
+
+/// The client fields a template sees.
+pub struct ClientView {
+    pub id: String,
+    pub name: String,
+    pub hostname: String,
+    pub site: Option<String>,
+}
+
+/// [`context`] without the database: the event's client already looked up.
+pub fn context_of(event: &Value, client: Option<&ClientView>, webhook_name: &str) -> Value {
     let (message, detail) = compose(
         event["kind"].as_str().unwrap_or_default(),
         &event["subject"],
         &event["data"],
-        host.as_deref(),
+        client.map(|c| c.name.as_str()),
     );
     let mut event = event.clone();
     if let Some(o) = event.as_object_mut() {
@@ -70,7 +88,7 @@ pub fn context(app: &App, event: &Value, webhook_name: &str) -> Value {
     }
     json!({
         "event": event,
-        "client": client.map(|c| json!({ "id": c.id, "name": c.name(), "hostname": c.hostname, "site": c.site })),
+        "client": client.map(|c| json!({ "id": c.id, "name": c.name, "hostname": c.hostname, "site": c.site })),
         "webhook": { "name": webhook_name },
     })
 }

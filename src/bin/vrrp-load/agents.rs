@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 
-fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, String> {
+pub(crate) fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, String> {
     let body = body.to_string();
     let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     let request = format!(
@@ -25,7 +25,7 @@ fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, Str
     let mut reader = BufReader::new(stream);
     let (status, body) = read_response(&mut reader)?;
     let text = String::from_utf8_lossy(&body);
-    if status != 200 {
+    if !(200..300).contains(&status) {
         return Err(format!("{path} answered {status}: {text}"));
     }
     serde_json::from_str(&text).map_err(|e| e.to_string())
@@ -44,7 +44,7 @@ fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
     serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
-fn ws_connect(
+pub(crate) fn ws_connect(
     addr: &str,
     path: &str,
     cookie: Option<&str>,

@@ -13,9 +13,13 @@
 //!     the cluster evaluator in-process: cost of one reading (regroup + evaluate)
 //! vrrp-load activity ADDR --token T [--seconds 10] [--every-ms 10]
 //!     one agent sending an ACTIVITY event every few ms; prints how long each ACK took
+//! vrrp-load webhooks [ADDR --token T] [--renders 20000] [--events 2000] [--burst 50]
+//!     render time of the largest ready-made template; with ADDR, events per second
+//!     a running server delivers to a receiver on loopback
 //! ```
 
 mod agents;
+mod webhooks;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -30,6 +34,7 @@ fn main() -> ExitCode {
         Some("agents") => agents::run(&args[1..]),
         Some("activity") => agents::activity(&args[1..]),
         Some("evaluator") => evaluator(&args[1..]),
+        Some("webhooks") => webhooks::run(&args[1..]),
         _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
     };
     match result {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Benchmark of webhooks (issue 8): render time per event of the largest ready-made
+# template (context, compile and render, as delivery does it), and events per second
+# a running server delivers to a receiver on loopback. Loopback only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+source scripts/lib/bench-server.sh
+start_server
+login_admin
+target/release/vrrp-load webhooks "127.0.0.1:$port" --token "$token" --events "${EVENTS:-2000}" --burst "${BURST:-50}"
