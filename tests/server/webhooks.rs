@@ -506,3 +506,94 @@ fn beyond_100_waiting_new_events_are_dropped_for_that_webhook_only() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(dropped(), 50, "exactly the events beyond 100 waiting");
 }
+
+/// Waits until the named webhook's `lastError` is set and returns it with `lastStatus`.
+fn last_outcome(server: &Server, admin: &str, name: &str) -> (serde_json::Value, String) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let hooks = server.get("/api/v1/webhooks", Auth::Cookie(admin)).body;
+        let hook = hooks
+            .as_array()
+            .and_then(|a| a.iter().find(|h| h["name"] == name))
+            .cloned()
+            .unwrap_or_default();
+        if let Some(error) = hook["lastError"].as_str() {
+            return (hook["lastStatus"].clone(), error.to_owned());
+        }
+        assert!(Instant::now() < deadline, "{name} recorded no outcome");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_timeout_and_a_closed_connection_are_failures_that_are_retried() {
+    // A receiver that reads the request and closes the connection without answering.
+    let closer = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closer_url = format!("http://{}/", closer.local_addr().unwrap());
+    let (accepted_tx, accepted) = mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in closer.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut &stream, &mut buf);
+            drop(stream);
+            if accepted_tx.send(()).is_err() {
+                return;
+            }
+        }
+    });
+    let hanging = Receiver::start(vec![None]);
+    let (server, clock) = Launch::new().start_in_process();
+    let admin = server.admin();
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "closer", "url": closer_url, "minLevel": "trace", "kinds": ["test.*"], "bodyTemplate": "{}" }),
+    );
+    create_hook(
+        &server,
+        &admin,
+        json!({ "name": "slow", "url": hanging.url("/"), "minLevel": "trace", "kinds": ["test.*"], "timeoutMs": 1000, "bodyTemplate": "{}" }),
+    );
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut ws = server.connect_agent(&agent);
+    ws.send(
+        "ACTIVITY",
+        json!({ "events": [event("f1", "test.fail", "error")] }),
+    );
+    ws.expect("ACTIVITY_ACK");
+    accepted
+        .recv_timeout(Duration::from_secs(5))
+        .expect("first attempt reaches the closing receiver");
+    assert!(hanging.next(Duration::from_secs(5)).is_some());
+    assert!(
+        accepted.recv_timeout(Duration::from_millis(300)).is_err(),
+        "no retry before a second of server time"
+    );
+    // Each retry is due on the server clock; the 1 s wait for the slow one's answer
+    // is its own socket timeout, which no clock can drive.
+    for (advance, which) in [(1, "first retry"), (5, "second retry")] {
+        clock.advance(chrono::Duration::seconds(advance));
+        accepted
+            .recv_timeout(Duration::from_secs(4))
+            .unwrap_or_else(|_| panic!("the closed connection gets its {which}"));
+        assert!(
+            hanging.next(Duration::from_secs(4)).is_some(),
+            "the timeout gets its {which}"
+        );
+    }
+    // After the two retries the failure is stored (spec: Webhook delivery).
+    let (status, error) = last_outcome(&server, &admin, "closer");
+    assert_eq!(status, serde_json::Value::Null, "nothing answered");
+    assert!(!error.is_empty());
+    let (status, error) = last_outcome(&server, &admin, "slow");
+    assert_eq!(status, serde_json::Value::Null, "nothing answered");
+    assert!(
+        error.to_ascii_lowercase().contains("timeout") || error.contains("timed out"),
+        "{error}"
+    );
+    clock.advance(chrono::Duration::seconds(30));
+    assert!(
+        accepted.recv_timeout(Duration::from_millis(500)).is_err(),
+        "two retries at most"
+    );
+}
