@@ -243,6 +243,13 @@ fn route(app: &App, req: &Req) -> ApiResult {
         ("GET", ["api", "health"]) => health(app),
         ("GET", ["api", "v1", "ping"]) => Ok(Resp::ok(&json!({ "status": "ok" }))),
         ("POST", ["api", "v1", "register"]) => api_agents::register(app, req),
+        // Public: the dashboard links to it beside the webhook editor.
+        ("GET", ["docs", "webhook-templates"]) => Ok(Resp {
+            status: 200,
+            headers: Vec::new(),
+            body: include_bytes!("../../static/docs/webhook-templates.md").to_vec(),
+            content_type: "text/markdown; charset=utf-8",
+        }),
         _ => {
             let handler: Handler = match (req.method.as_str(), path.as_slice()) {
                 ("GET", ["api", "v1", "me"]) => api_auth::me,

@@ -597,3 +597,18 @@ fn a_timeout_and_a_closed_connection_are_failures_that_are_retried() {
         "two retries at most"
     );
 }
+
+#[test]
+fn the_template_language_page_is_served_for_the_dashboard_to_link() {
+    let server = Server::start();
+    let page = server.get("/docs/webhook-templates", Auth::None);
+    assert_eq!(page.status, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/markdown; charset=utf-8")
+    );
+    let text = page.body.as_str().expect("a text page");
+    for directive in ["$if", "$map", "$join", "$$", "date("] {
+        assert!(text.contains(directive), "the page documents {directive}");
+    }
+}
