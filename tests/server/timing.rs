@@ -74,6 +74,19 @@ fn cluster_events(server: &Server, admin: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Sends each agent's reading and waits for its dashboard broadcast before the next:
+/// a session tells the evaluator of a reading before it broadcasts it, so the
+/// evaluator sees them in this order. Two agents' sockets otherwise race, and a
+/// first sighting of the BACKUP alone is a cluster without a master.
+fn send_in_order(server: &Server, admin: &str, sends: Vec<(&mut Ws, &Agent, serde_json::Value)>) {
+    let mut dash = server.dashboard(admin);
+    dash.expect("ACTIVITY_UPDATE");
+    for (ws, agent, reading) in sends {
+        ws.send("KEEPALIVED_UPDATE", reading);
+        while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != agent.id.as_str() {}
+    }
+}
+
 #[test]
 fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     let (server, clock) = Launch::new().start_in_process();
@@ -82,8 +95,14 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     let b = server.register_agent(&admin, "lb-b");
     let mut wa = server.connect_agent(&a);
     let mut wb = server.connect_agent(&b);
-    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
-    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    send_in_order(
+        &server,
+        &admin,
+        vec![
+            (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
+            (&mut wb, &b, reading(&[("VI_1", "BACKUP")])),
+        ],
+    );
     // First sighting: silent, however long we wait.
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(30));
@@ -168,8 +187,14 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
     let mut wa = server.connect_agent(&a);
     let mut wb = server.connect_agent(&b);
     // A single-host fault: an incident opens before the restart.
-    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
-    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "FAULT")]));
+    send_in_order(
+        &server,
+        &admin,
+        vec![
+            (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
+            (&mut wb, &b, reading(&[("VI_1", "FAULT")])),
+        ],
+    );
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(4));
     wa.expect("REQUEST_STATE_UPDATE");
