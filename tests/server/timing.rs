@@ -110,8 +110,14 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     assert!(cluster_events(&server, &admin).is_empty());
 
     // The failover: pending until the interval passed and both delivered a reading.
-    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
-    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    send_in_order(
+        &server,
+        &admin,
+        vec![
+            (&mut wa, &a, reading(&[("VI_1", "BACKUP")])),
+            (&mut wb, &b, reading(&[("VI_1", "MASTER")])),
+        ],
+    );
     std::thread::sleep(Duration::from_millis(700));
     assert!(
         cluster_events(&server, &admin).is_empty(),
@@ -152,7 +158,11 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     assert_eq!(e["data"]["cluster"]["vrid"], 51);
 
     // A split brain opens an incident.
-    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    send_in_order(
+        &server,
+        &admin,
+        vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))],
+    );
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(4));
     wa.expect("REQUEST_STATE_UPDATE");
@@ -268,7 +278,11 @@ fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
     let a = server.register_agent(&admin, "lb-a");
     let mut wa = server.connect_agent(&a);
     // A cluster of one host: degraded, so an incident opens.
-    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    send_in_order(
+        &server,
+        &admin,
+        vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))],
+    );
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(4));
     wa.expect("REQUEST_STATE_UPDATE");
