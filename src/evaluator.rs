@@ -462,6 +462,25 @@ fn event(
     e
 }
 
+/// The `incident` object every incident event carries; events add their own fields.
+fn incident_json(
+    incident: &Incident,
+    health: Value,
+    previous: IncidentHealth,
+    reasons: &[Value],
+    now: DateTime<Utc>,
+) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("id".into(), json!(incident.id));
+    o.insert("health".into(), health);
+    o.insert("previousHealth".into(), json!(previous.as_str()));
+    o.insert("reasons".into(), json!(reasons));
+    o.insert("history".into(), json!(incident.history));
+    o.insert("openedAt".into(), json!(iso(incident.opened_at)));
+    o.insert("confirmedAt".into(), json!(iso(now)));
+    o
+}
+
 fn resolved(
     cluster: &Value,
     incident: &Incident,
@@ -476,21 +495,14 @@ fn resolved(
     } else {
         Value::Null
     };
-    let data = json!({
-        "cluster": cluster,
-        "incident": {
-            "id": incident.id,
-            "health": health,
-            "previousHealth": previous.as_str(),
-            "reasons": [],
-            "history": incident.history,
-            "openedAt": iso(incident.opened_at),
-            "confirmedAt": iso(now),
-            "resolvedAt": iso(now),
-            "durationSeconds": (now - incident.opened_at).num_seconds(),
-            "resolution": resolution,
-        },
-    });
+    let mut fields = incident_json(incident, health, previous, &[], now);
+    fields.insert("resolvedAt".into(), json!(iso(now)));
+    fields.insert(
+        "durationSeconds".into(),
+        json!((now - incident.opened_at).num_seconds()),
+    );
+    fields.insert("resolution".into(), json!(resolution));
+    let data = json!({ "cluster": cluster, "incident": fields });
     event(
         "vrrp.incident_resolved",
         ActivityLevel::Info,
@@ -595,10 +607,8 @@ fn confirm(
                 opened_at: pending.first_seen,
                 findings: target.findings.clone(),
             };
-            let data = json!({ "cluster": data_cluster, "incident": {
-                "id": incident.id, "health": health.as_str(), "previousHealth": previous.as_str(), "reasons": reasons,
-                "history": incident.history, "openedAt": iso(incident.opened_at), "confirmedAt": iso(now),
-            }});
+            let fields = incident_json(&incident, json!(health.as_str()), previous, &reasons, now);
+            let data = json!({ "cluster": data_cluster, "incident": fields });
             events.push(event(
                 "vrrp.incident_opened",
                 ActivityLevel::Warning,
@@ -641,11 +651,11 @@ fn confirm(
                         .push(health.as_str().unwrap_or_default().to_owned());
                 }
                 incident.findings = target.findings.clone();
-                let data = json!({ "cluster": data_cluster, "incident": {
-                    "id": incident.id, "health": health.as_str(), "previousHealth": previous.as_str(), "reasons": reasons,
-                    "history": incident.history, "openedAt": iso(incident.opened_at), "confirmedAt": iso(now),
-                    "added": added, "cleared": cleared,
-                }});
+                let mut fields =
+                    incident_json(&incident, json!(health.as_str()), previous, &reasons, now);
+                fields.insert("added".into(), json!(added));
+                fields.insert("cleared".into(), json!(cleared));
+                let data = json!({ "cluster": data_cluster, "incident": fields });
                 events.push(event(
                     "vrrp.incident_updated",
                     ActivityLevel::Warning,
