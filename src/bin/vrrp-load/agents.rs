@@ -44,7 +44,7 @@ fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
     serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
-pub(crate) fn ws_connect(
+fn ws_connect(
     addr: &str,
     path: &str,
     cookie: Option<&str>,
@@ -348,28 +348,37 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
 /// One agent sending an ACTIVITY event every `--every-ms`, timing each ACK: how
 /// long ingest waits while something else (a cleanup) works.
-pub fn activity(args: &[String]) -> Result<(), String> {
-    let addr = args.first().ok_or("activity needs ADDR")?.clone();
-    let cookie = flag(args, "--token").ok_or("activity needs --token")?;
-    let seconds = number(args, "--seconds", 10)? as u64;
-    let every = Duration::from_millis(number(args, "--every-ms", 10)? as u64);
-    let token = post(&addr, "/api/v1/tokens", &cookie, &json!({}))?;
+/// Registers one agent named `hostname` and connects it over the agent protocol
+/// (AUTH sent), for the probes that need a single agent.
+pub(crate) fn one_agent(
+    addr: &str,
+    cookie: &str,
+    hostname: &str,
+) -> Result<tungstenite::WebSocket<TcpStream>, String> {
+    let token = post(addr, "/api/v1/tokens", cookie, &json!({}))?;
     let reg = post(
-        &addr,
+        addr,
         "/api/v1/register",
         "",
-        &json!({ "token": token["token"], "hostname": "ingest-probe" }),
+        &json!({ "token": token["token"], "hostname": hostname }),
     )?;
     let (id, auth) = (
         reg["clientId"].as_str().ok_or("no clientId")?,
         reg["token"].as_str().ok_or("no token")?,
     );
-    let mut ws = ws_connect(
-        &addr,
-        &format!("/ws/agent?clientId={id}&token={auth}"),
-        None,
-    )?;
-    ws.send(Message::text(json!({ "type": "AUTH", "payload": { "hostname": "ingest-probe", "version": "load", "capabilities": [] } }).to_string())).map_err(|e| e.to_string())?;
+    let mut ws = ws_connect(addr, &format!("/ws/agent?clientId={id}&token={auth}"), None)?;
+    let hello = json!({ "type": "AUTH", "payload": { "hostname": hostname, "version": "load", "capabilities": [] } });
+    ws.send(Message::text(hello.to_string()))
+        .map_err(|e| e.to_string())?;
+    Ok(ws)
+}
+
+pub fn activity(args: &[String]) -> Result<(), String> {
+    let addr = args.first().ok_or("activity needs ADDR")?.clone();
+    let cookie = flag(args, "--token").ok_or("activity needs --token")?;
+    let seconds = number(args, "--seconds", 10)? as u64;
+    let every = Duration::from_millis(number(args, "--every-ms", 10)? as u64);
+    let mut ws = one_agent(&addr, &cookie, "ingest-probe")?;
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut waits = Vec::new();
     let mut n = 0u64;

@@ -2,7 +2,7 @@
 //! largest ready-made template for an incident event; over real sockets, how many
 //! events a running server delivers per second to a receiver on loopback.
 
-use super::agents::{post, ws_connect};
+use super::agents::{one_agent, post};
 use super::{flag, number};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -148,20 +148,7 @@ fn deliveries(addr: &str, cookie: &str, events: usize, burst: usize) -> Result<(
         &json!({ "name": "bench receiver", "url": format!("http://{receiver_addr}/hook"),
                  "bodyTemplate": spec.body_template, "kinds": ["bench.*"], "minLevel": "info", "timeoutMs": 5000 }),
     )?;
-    let token = post(addr, "/api/v1/tokens", cookie, &json!({}))?;
-    let reg = post(
-        addr,
-        "/api/v1/register",
-        "",
-        &json!({ "token": token["token"], "hostname": "webhook-bench" }),
-    )?;
-    let (id, auth) = (
-        reg["clientId"].as_str().ok_or("no clientId")?,
-        reg["token"].as_str().ok_or("no token")?,
-    );
-    let mut ws = ws_connect(addr, &format!("/ws/agent?clientId={id}&token={auth}"), None)?;
-    ws.send(Message::text(json!({ "type": "AUTH", "payload": { "hostname": "webhook-bench", "version": "load", "capabilities": [] } }).to_string()))
-        .map_err(|e| e.to_string())?;
+    let mut ws = one_agent(addr, cookie, "webhook-bench")?;
     let started = Instant::now();
     let mut sent = 0;
     let mut waits = Vec::new();
