@@ -10,129 +10,17 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod support;
+
+use support::lab::Lab;
+use support::wait_for;
+
 const TOKEN: &str = "lab-test-notify-token-42";
-
-fn lab_script() -> PathBuf {
-    if let Ok(p) = std::env::var("VRRP_LAB") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/lab/vrrp-lab.sh")
-}
-
-/// One lab; `down` on drop.
-struct Lab {
-    prefix: String,
-    state: PathBuf,
-    /// Under /var/tmp: hosts have a private /tmp, so binaries and data must live elsewhere.
-    work: PathBuf,
-}
-
-impl Lab {
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("bash");
-        c.arg(lab_script())
-            .args(args)
-            .env("LAB_PREFIX", &self.prefix)
-            .env("LAB_STATE", &self.state)
-            .env("LAB_FIFO_READER", "0");
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> String {
-        let out = self.cmd(args).stdin(Stdio::null()).output().unwrap();
-        assert!(
-            out.status.success(),
-            "vrrp-lab.sh {args:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn up(hosts: usize) -> Lab {
-        assert!(
-            effective_uid_is_root(),
-            "the lab tests need root (network, mount and PID namespaces)"
-        );
-        assert!(
-            Path::new("/usr/sbin/keepalived").exists() || which("keepalived"),
-            "the lab tests need keepalived (apt-get install -y keepalived)"
-        );
-        assert!(which("curl"), "the lab tests need curl");
-        let prefix = format!("vat{}", std::process::id() % 100_000);
-        let work = PathBuf::from(format!("/var/tmp/vrrp-agent-test-{prefix}"));
-        let _ = fs::remove_dir_all(&work);
-        fs::create_dir_all(&work).unwrap();
-        let lab = Lab {
-            state: work.join("lab-state"),
-            prefix,
-            work,
-        };
-        lab.run(&["up", &hosts.to_string()]);
-        lab
-    }
-
-    fn curl(&self, host: &str, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .args(["netns", "exec", &format!("{}-{host}", self.prefix)])
-            .args(["curl", "-s", "-m", "3"])
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// keepalived's state of an instance as the lab's own FIFO reader recorded it.
-    fn wait_state(&self, host: &str, inst: &str, state: &str) {
-        let f = self
-            .state
-            .join(host)
-            .join("run/lab/state")
-            .join(format!("INSTANCE.{inst}"));
-        wait_for(&format!("{inst} {state} on {host}"), 20, || {
-            let t = fs::read_to_string(&f).ok()?;
-            (t.split_whitespace().next() == Some(state)).then_some(())
-        });
-    }
-}
-
-impl Drop for Lab {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["down"]).stdin(Stdio::null()).output();
-        if !std::thread::panicking() {
-            let _ = fs::remove_dir_all(&self.work);
-        } else {
-            eprintln!("lab work dir kept for inspection: {}", self.work.display());
-        }
-    }
-}
-
-fn which(name: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(secs),
-            "timed out after {secs} s waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// An agent running inside a lab host.
 struct LabAgent {
@@ -233,7 +121,8 @@ impl LabAgent {
 
     fn status(&self, lab: &Lab) -> Value {
         serde_json::from_str(
-            &lab.curl(&self.host, &["http://127.0.0.1:3011/api/status/keepalived"]),
+            &lab.curl(&self.host, &["http://127.0.0.1:3011/api/status/keepalived"])
+                .1,
         )
         .unwrap_or(Value::Null)
     }
@@ -335,7 +224,7 @@ fn endpoint_only() -> String {
 
 #[test]
 fn agent_follows_real_keepalived() {
-    let lab = Lab::up(2); // h1 (priority 120) is MASTER of VI_1 and VI_2, h2 (110) BACKUP
+    let lab = Lab::up(2, "vat"); // h1 (priority 120) is MASTER of VI_1 and VI_2, h2 (110) BACKUP
     fs::copy(
         env!("CARGO_BIN_EXE_vrrp-agent"),
         lab.work.join("vrrp-agent"),
@@ -585,16 +474,4 @@ fn agent_follows_real_keepalived() {
     });
     assert_eq!(a2.term(), Some(0));
     assert_eq!(a1.term(), Some(0));
-}
-
-/// Effective uid 0, read from /proc (no extra nix feature needed).
-fn effective_uid_is_root() -> bool {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
 }
