@@ -75,20 +75,7 @@ impl LabAgent {
 
     /// The agent's PID as this (the root) PID namespace sees it.
     fn pid(&self) -> Option<i32> {
-        let want = format!("SVC_CLIENT_DATA_DIR={}", self.data().display());
-        for e in fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            if fs::read_link(e.path().join("exe")).ok().as_deref() != Some(self.bin.as_path()) {
-                continue;
-            }
-            let env = fs::read(e.path().join("environ")).unwrap_or_default();
-            if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
-                return Some(pid);
-            }
-        }
-        None
+        crate::support::agent_pid(&self.bin, &self.data())
     }
 
     fn signal(&self, sig: nix::sys::signal::Signal) {

@@ -103,20 +103,7 @@ impl HostAgent {
 
     /// The agent's PID as the root PID namespace sees it.
     pub fn pid(&self) -> Option<i32> {
-        let want = format!("SVC_CLIENT_DATA_DIR={}", self.dir.join("data").display());
-        for e in fs::read_dir("/proc").ok()?.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            if fs::read_link(e.path().join("exe")).ok().as_deref() != Some(self.bin.as_path()) {
-                continue;
-            }
-            let env = fs::read(e.path().join("environ")).unwrap_or_default();
-            if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
-                return Some(pid);
-            }
-        }
-        None
+        super::agent_pid(&self.bin, &self.dir.join("data"))
     }
 
     pub fn kill(&mut self, sig: nix::sys::signal::Signal) {

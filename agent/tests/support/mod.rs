@@ -299,3 +299,22 @@ pub fn event(id: &str, occurred_at: &str) -> Value {
         "data": {"from": "BACKUP", "to": "MASTER", "priority": 100, "effectivePriority": 100, "previousPriority": 100, "previousEffectivePriority": 100},
     })
 }
+
+/// The pid of the process running `bin` with `SVC_CLIENT_DATA_DIR=data`: an agent
+/// started inside a lab host is not our child, so it is found through /proc.
+pub fn agent_pid(bin: &Path, data: &Path) -> Option<i32> {
+    let want = format!("SVC_CLIENT_DATA_DIR={}", data.display());
+    for e in fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if fs::read_link(e.path().join("exe")).ok().as_deref() != Some(bin) {
+            continue;
+        }
+        let env = fs::read(e.path().join("environ")).unwrap_or_default();
+        if env.split(|b| *b == 0).any(|v| v == want.as_bytes()) {
+            return Some(pid);
+        }
+    }
+    None
+}
