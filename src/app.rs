@@ -31,6 +31,9 @@ pub const CLIENTS_COALESCE: Duration = Duration::from_millis(100);
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// What every request handler shares. Built once at start.
+/// How long a cluster list request waits for the `cluster-eval` thread.
+pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 pub struct App {
     pub config: ServerConfig,
     pub db: Db,
@@ -41,6 +44,8 @@ pub struct App {
     pub port: u16,
     pub hub: Hub,
     pub agents: AgentRegistry,
+    /// Every client's last reading, mirrored from the database.
+    pub readings: crate::readings::Latest,
     /// The settings block, live: retention, intervals, level overrides.
     pub settings: Settings,
     pub token_cleanup: Scheduler,
@@ -68,17 +73,36 @@ impl App {
         ))
     }
 
-    /// Every cluster as the dashboard shows it, worst first.
+    /// `GET /api/v1/keepalived/clusters` as JSON: from the `cluster-eval` thread,
+    /// which keeps the grouping up to date anyway (a few ms at 2,000 hosts instead
+    /// of grouping every reading anew). Should that thread not answer in
+    /// [`LIST_WAIT`], the list is built here from the stored readings.
+    pub fn cluster_list_json(&self) -> Result<Vec<u8>, DbError> {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        if self
+            .evaluate
+            .send(crate::cluster_eval::EvalMsg::List(reply))
+            .is_ok()
+        {
+            match answer.recv_timeout(LIST_WAIT) {
+                Ok(body) => return Ok(body),
+                Err(_) => log::warn!(
+                    "The cluster evaluator did not answer within {} s; the cluster list is built without it",
+                    LIST_WAIT.as_secs()
+                ),
+            }
+        }
+        let list = self.cluster_list()?;
+        Ok(serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec()))
+    }
+
+    /// Every cluster as the dashboard shows it, worst first, grouped anew from the
+    /// stored readings.
     pub fn cluster_list(&self) -> Result<Vec<clusters::Cluster>, DbError> {
-        let mut readings: std::collections::HashMap<String, serde_json::Value> =
-            crate::readings::list(&self.db)?
-                .into_iter()
-                .filter_map(|r| Some((r.get("clientId")?.as_str()?.to_owned(), r)))
-                .collect();
         let hosts: Vec<clusters::HostView> = clients::list(&self.db)?
             .into_iter()
             .filter_map(|c| {
-                let reading = readings.remove(&c.id)?;
+                let reading = self.readings.get(&c.id)?;
                 Some(clusters::HostView::new(
                     &c,
                     &reading,
@@ -258,6 +282,8 @@ pub fn run(
         port: local.port(),
         hub: Hub::default(),
         agents: AgentRegistry::default(),
+        readings: crate::readings::Latest::load(&db)
+            .map_err(|e| FatalError(format!("Cannot read the stored readings: {e}")))?,
         settings: Settings::new(config.settings.clone())
             .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
         token_cleanup: Scheduler::new(

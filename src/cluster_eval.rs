@@ -31,18 +31,21 @@ pub const STARTUP_GUARD_SECS: i64 = 60;
 #[derive(Debug, Clone)]
 pub enum EvalMsg {
     /// A reading was stored (as the API shows it).
-    Reading(String, Value),
+    Reading(String, Arc<Value>),
     /// An agent connected or disconnected.
     Connection(String),
     /// A client's record changed (site, name).
     ClientChanged(String),
     ClientDeleted(String),
+    /// The cluster list as `GET /api/v1/keepalived/clusters` serves it, built from
+    /// the grouping kept here (every message sent before this one included).
+    List(crossbeam_channel::Sender<Vec<u8>>),
 }
 
 struct Runner {
     app: Arc<App>,
     records: HashMap<String, ClientRecord>,
-    readings: HashMap<String, Value>,
+    readings: HashMap<String, Arc<Value>>,
     evaluator: Evaluator,
     /// Clients with a stored reading not yet reconnected since the start.
     awaiting: Option<(DateTime<Utc>, HashSet<String>)>,
@@ -56,6 +59,10 @@ struct Runner {
     regroup: bool,
     /// Hosts whose members need updating.
     dirty: HashSet<String>,
+    /// The grouping was built anew since the last evaluation: evaluate every cluster.
+    evaluate_all: bool,
+    /// Indexes in `grouped` of the clusters patched since the last evaluation.
+    touched: HashSet<usize>,
 }
 
 pub fn spawn(app: Arc<App>, inbox: Receiver<EvalMsg>, shutdown: Shutdown) -> std::io::Result<()> {
@@ -80,7 +87,9 @@ impl Runner {
             .into_iter()
             .map(|c| (c.id.clone(), c))
             .collect();
-        let readings: HashMap<String, Value> = crate::readings::list(&app.db)?
+        let readings: HashMap<String, Arc<Value>> = app
+            .readings
+            .list()
             .into_iter()
             .filter_map(|r| Some((r.get("clientId")?.as_str()?.to_owned(), r)))
             .collect();
@@ -114,6 +123,8 @@ impl Runner {
             signatures: HashMap::new(),
             regroup: true,
             dirty: HashSet::new(),
+            evaluate_all: true,
+            touched: HashSet::new(),
         })
     }
 
@@ -150,6 +161,13 @@ impl Runner {
                 if let Some((_, waiting)) = &mut self.awaiting {
                     waiting.remove(&id);
                 }
+            }
+            EvalMsg::List(reply) => {
+                self.update_grouping();
+                let mut list: Vec<&Cluster> = self.grouped.iter().collect();
+                list.sort_by(Cluster::attention_order);
+                let body = serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec());
+                let _ = reply.send(body);
             }
         }
     }
@@ -232,8 +250,10 @@ impl Runner {
         }
     }
 
-    fn evaluate(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        let outcome = if self.regroup {
+    /// Brings the grouping up to date with what arrived: built anew when a host's
+    /// place in it may have changed, else the changed hosts' members patched.
+    fn update_grouping(&mut self) {
+        if self.regroup {
             let hosts = self.hosts();
             self.signatures = hosts
                 .iter()
@@ -248,31 +268,36 @@ impl Runner {
             }
             self.regroup = false;
             self.dirty.clear();
+            self.touched.clear();
+            self.evaluate_all = true;
+            return;
+        }
+        for id in std::mem::take(&mut self.dirty) {
+            let Some(host) = self.host_view(&id) else {
+                continue;
+            };
+            for &i in self.by_host.get(&id).map(Vec::as_slice).unwrap_or_default() {
+                patch(&mut self.grouped[i], &host);
+                self.touched.insert(i);
+            }
+        }
+    }
+
+    fn evaluate(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.update_grouping();
+        let touched = std::mem::take(&mut self.touched);
+        let outcome = if std::mem::take(&mut self.evaluate_all) {
             let (evaluator, grouped) = (&mut self.evaluator, &self.grouped);
             contain_panics(|| evaluator.evaluate(grouped, now))
         } else {
             // Only the clusters of hosts that changed, and those with a change pending.
-            let mut touched: HashSet<usize> = HashSet::new();
-            for id in std::mem::take(&mut self.dirty) {
-                let Some(host) = self.host_view(&id) else {
-                    continue;
-                };
-                for &i in self.by_host.get(&id).map(Vec::as_slice).unwrap_or_default() {
-                    patch(&mut self.grouped[i], &host);
-                    touched.insert(i);
-                }
-            }
             let pending: HashSet<String> = self.evaluator.pending_keys().into_iter().collect();
-            touched.extend(
-                self.grouped
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, c)| pending.contains(&c.key))
-                    .map(|(i, _)| i),
-            );
-            let subset: Vec<Cluster> = touched
-                .into_iter()
-                .map(|i| self.grouped[i].clone())
+            let subset: Vec<Cluster> = self
+                .grouped
+                .iter()
+                .enumerate()
+                .filter(|(i, c)| touched.contains(i) || pending.contains(&c.key))
+                .map(|(_, c)| c.clone())
                 .collect();
             let evaluator = &mut self.evaluator;
             contain_panics(|| evaluator.evaluate_some(&subset, now))

@@ -6,7 +6,7 @@
 //! The evaluator of cluster events (confirmation, incidents) builds on these.
 
 use ipnet::IpNet;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -57,15 +57,18 @@ impl HostView {
     }
 }
 
-/// One instance of one host in a cluster.
-#[derive(Debug, Clone, PartialEq)]
+/// One instance of one host in a cluster; serialises as the API's Member.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Member {
     pub client_id: String,
+    #[serde(skip)]
     pub host: String,
     pub online: bool,
     /// keepalived on the host reports the instance now.
     pub reporting: bool,
     pub instance: Value,
+    #[serde(skip)]
     pub read_at: Option<String>,
 }
 
@@ -87,7 +90,8 @@ impl Member {
 }
 
 /// The dashboard's health, worst first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Health {
     SplitBrain,
     NoMaster,
@@ -110,7 +114,8 @@ impl Health {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// Serialises as the API's Cluster.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Cluster {
     pub key: String,
     pub site: Option<String>,
@@ -123,20 +128,12 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn to_json(&self) -> Value {
-        json!({
-            "key": self.key,
-            "site": self.site,
-            "vrid": self.vrid,
-            "networks": self.networks,
-            "vips": self.vips,
-            "health": self.health.as_str(),
-            "members": self.members.iter().map(|m| json!({
-                "clientId": m.client_id,
-                "online": m.online,
-                "reporting": m.reporting,
-                "instance": m.instance,
-            })).collect::<Vec<_>>(),
-        })
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// The API's order: the clusters needing attention first.
+    pub fn attention_order(a: &&Cluster, b: &&Cluster) -> std::cmp::Ordering {
+        a.health.cmp(&b.health).then_with(|| a.key.cmp(&b.key))
     }
 }
 
@@ -340,7 +337,7 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
             }
         })
         .collect();
-    clusters.sort_by(|a, b| a.health.cmp(&b.health).then_with(|| a.key.cmp(&b.key)));
+    clusters.sort_by(|a, b| Cluster::attention_order(&a, &b));
     clusters
 }
 
@@ -396,6 +393,7 @@ pub fn patch(cluster: &mut Cluster, host: &HostView) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn inst(name: &str, vrid: u64, state: &str, vips: &[&str]) -> Value {
         json!({ "name": name, "vrid": vrid, "state": state, "vips": vips })

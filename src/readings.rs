@@ -4,10 +4,18 @@
 //! checked its shape and rewrote the state words this build knows; it is
 //! normalised again when read out, so a stored reading from another build reads
 //! the same way. Also keeps each client's last-known instances.
+//!
+//! [`Latest`] mirrors the table in memory as the API shows it: the lists (states,
+//! clusters, the dashboard's first snapshot) are served from there instead of
+//! parsing every stored reading per request.
 
 use crate::db::{Db, DbError};
+use parking_lot::RwLock;
 use rusqlite::{params, OptionalExtension};
 use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use vrrp_protocol::VrrpState;
 
 /// Why a reading was discarded.
@@ -172,21 +180,128 @@ fn read_out(
     Some(Value::Object(out))
 }
 
+/// Every stored reading as the API shows it, in memory: what the table holds once
+/// a write committed (read-your-writes for whoever stored it).
+///
+/// Writes commit in the writer thread's order, but callers update the mirror from
+/// their own threads: each write takes a sequence number inside the writer, and
+/// an older one never replaces a newer one. A deleted client's reading is gone
+/// for good, even if its last store lands in the mirror after the deletion.
+#[derive(Default)]
+pub struct Latest {
+    sequence: Arc<AtomicU64>,
+    inner: RwLock<Mirror>,
+}
+
+#[derive(Default)]
+struct Mirror {
+    by_client: HashMap<String, (u64, Arc<Value>)>,
+    deleted: HashSet<String>,
+}
+
+impl Latest {
+    /// The mirror of what the database holds now.
+    pub fn load(db: &Db) -> Result<Latest, DbError> {
+        let latest = Latest::default();
+        {
+            let mut inner = latest.inner.write();
+            for reading in list(db)? {
+                if let Some(id) = reading.get("clientId").and_then(Value::as_str) {
+                    inner
+                        .by_client
+                        .insert(id.to_owned(), (0, Arc::new(reading)));
+                }
+            }
+        }
+        Ok(latest)
+    }
+
+    /// Every reading, ordered by client id.
+    pub fn list(&self) -> Vec<Arc<Value>> {
+        let inner = self.inner.read();
+        let mut ids: Vec<&String> = inner.by_client.keys().collect();
+        ids.sort();
+        ids.into_iter()
+            .map(|id| inner.by_client[id].1.clone())
+            .collect()
+    }
+
+    pub fn get(&self, client_id: &str) -> Option<Arc<Value>> {
+        self.inner
+            .read()
+            .by_client
+            .get(client_id)
+            .map(|(_, r)| r.clone())
+    }
+
+    /// After the client's deletion committed.
+    pub fn forget(&self, client_id: &str) {
+        let mut inner = self.inner.write();
+        inner.by_client.remove(client_id);
+        inner.deleted.insert(client_id.to_owned());
+    }
+
+    /// Stores a normalised reading as the client's one reading; returns it as the
+    /// API shows it. `None` when the client no longer exists.
+    pub fn store(
+        &self,
+        db: &Db,
+        client_id: String,
+        reading: Map<String, Value>,
+        received_at: String,
+    ) -> Result<Option<Arc<Value>>, DbError> {
+        let sequence = self.sequence.clone();
+        let stored = db.write(move |c| {
+            let stored = store_row(c, client_id, reading, received_at)?;
+            Ok::<_, DbError>(stored.map(|r| (sequence.fetch_add(1, Ordering::Relaxed) + 1, r)))
+        })?;
+        let Some((seq, reading)) = stored else {
+            return Ok(None);
+        };
+        let reading = Arc::new(reading);
+        self.put(seq, reading.clone());
+        Ok(Some(reading))
+    }
+
+    /// Takes a committed reading unless a later write or the client's deletion
+    /// got there first.
+    fn put(&self, seq: u64, reading: Arc<Value>) {
+        let Some(id) = reading.get("clientId").and_then(Value::as_str) else {
+            return;
+        };
+        let mut inner = self.inner.write();
+        let newer = inner.by_client.get(id).is_some_and(|(s, _)| *s > seq);
+        if !newer && !inner.deleted.contains(id) {
+            inner
+                .by_client
+                .insert(id.to_owned(), (seq, reading.clone()));
+        }
+    }
+}
+
 /// Stores a normalised reading as the client's one reading; returns it as the API
 /// shows it. `None` when the client no longer exists.
-pub fn store(
-    db: &Db,
+fn store_row(
+    c: &rusqlite::Connection,
     client_id: String,
     reading: Map<String, Value>,
     received_at: String,
 ) -> Result<Option<Value>, DbError> {
-    db.write(move |c| {
-        let exists: bool = c.query_row("SELECT EXISTS(SELECT 1 FROM clients WHERE id = ?1)", [&client_id], |r| r.get(0))?;
+    {
+        let exists: bool = c.query_row(
+            "SELECT EXISTS(SELECT 1 FROM clients WHERE id = ?1)",
+            [&client_id],
+            |r| r.get(0),
+        )?;
         if !exists {
             return Ok(None);
         }
         let previous: Option<String> = c
-            .query_row("SELECT last_known_instances FROM keepalived_states WHERE client_id = ?1", [&client_id], |r| r.get(0))
+            .query_row(
+                "SELECT last_known_instances FROM keepalived_states WHERE client_id = ?1",
+                [&client_id],
+                |r| r.get(0),
+            )
             .optional()?
             .flatten();
         let previous = previous.and_then(|p| serde_json::from_str(&p).ok());
@@ -198,29 +313,17 @@ pub fn store(
             params![client_id, received_at, payload, last_known],
         )?;
         Ok(read_out(client_id, received_at, &payload, last_known))
-    })
+    }
 }
 
-pub fn list(db: &Db) -> Result<Vec<Value>, DbError> {
+/// Every stored reading, read out of the table (the mirror's start).
+fn list(db: &Db) -> Result<Vec<Value>, DbError> {
     db.read(|c| {
         let mut stmt = c.prepare("SELECT client_id, received_at, payload, last_known_instances FROM keepalived_states ORDER BY client_id")?;
         let rows = stmt
             .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?)))?
             .collect::<Result<Vec<_>, _>>()?;
         Ok(rows.into_iter().filter_map(|(id, at, p, lk)| read_out(id, at, &p, lk)).collect())
-    })
-}
-
-pub fn get(db: &Db, client_id: &str) -> Result<Option<Value>, DbError> {
-    db.read(|c| {
-        let row: Option<(String, String, String, Option<String>)> = c
-            .query_row(
-                "SELECT client_id, received_at, payload, last_known_instances FROM keepalived_states WHERE client_id = ?1",
-                [client_id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-            )
-            .optional()?;
-        Ok(row.and_then(|(id, at, p, lk)| read_out(id, at, &p, lk)))
     })
 }
 
@@ -285,5 +388,68 @@ mod tests {
         );
         let empty = normalise(&json!({"collectedAt": "t", "running": true})).unwrap();
         assert_eq!(next_last_known(&empty, Some(known)), None);
+    }
+
+    fn db_with_client(dir: &std::path::Path, id: &str) -> Db {
+        let (db, _writer) = Db::open(&dir.join("r.db"), "now").unwrap();
+        let id = id.to_owned();
+        db.write(move |c| {
+            c.execute(
+                "INSERT INTO clients (id, connection_mode, created_at) VALUES (?1, 'inbound', 'now')",
+                [id],
+            )?;
+            Ok::<_, DbError>(())
+        })
+        .unwrap();
+        db
+    }
+
+    fn reading(collected: &str) -> Map<String, Value> {
+        normalise(&json!({ "running": true, "collectedAt": collected })).unwrap()
+    }
+
+    #[test]
+    fn the_mirror_holds_what_was_stored_and_survives_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_client(dir.path(), "c1");
+        let latest = Latest::load(&db).unwrap();
+        assert!(latest.get("c1").is_none());
+        let stored = latest
+            .store(&db, "c1".into(), reading("t1"), "r1".into())
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored["collectedAt"], "t1");
+        assert_eq!(latest.get("c1").unwrap()["receivedAt"], "r1");
+        assert!(latest
+            .store(&db, "gone".into(), reading("t1"), "r1".into())
+            .unwrap()
+            .is_none());
+        assert_eq!(latest.list().len(), 1);
+        let reloaded = Latest::load(&db).unwrap();
+        assert_eq!(reloaded.get("c1"), latest.get("c1"));
+    }
+
+    #[test]
+    fn an_older_write_never_replaces_a_newer_one_and_a_deleted_client_stays_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_client(dir.path(), "c1");
+        let latest = Latest::load(&db).unwrap();
+        latest
+            .store(&db, "c1".into(), reading("t2"), "r2".into())
+            .unwrap();
+        // A write that committed earlier but reaches the mirror late.
+        latest.put(
+            0,
+            Arc::new(json!({ "clientId": "c1", "collectedAt": "t1" })),
+        );
+        assert_eq!(latest.get("c1").unwrap()["collectedAt"], "t2");
+        latest.forget("c1");
+        latest
+            .store(&db, "c1".into(), reading("t3"), "r3".into())
+            .unwrap();
+        assert!(
+            latest.get("c1").is_none(),
+            "a deleted client's reading is gone"
+        );
     }
 }

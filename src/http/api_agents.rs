@@ -10,7 +10,6 @@ use crate::auth::Session;
 use crate::clients::{self, ClientError, ClientUpdate, SITE_MAX};
 use crate::config::values::parse_ipv4_net;
 use crate::live::{envelope, ToSocket};
-use crate::readings;
 use crate::registration::{self, ipv4_text, RegistrationError, DISPLAY_NAME_MAX};
 use serde_json::{json, Value};
 use vrrp_protocol::ActivityLevel;
@@ -181,6 +180,7 @@ pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) ->
     );
     log::info!("Client {id} deleted by \"{}\"", session.username);
     app.broadcast_clients();
+    app.readings.forget(&id);
     app.tell_evaluator(crate::cluster_eval::EvalMsg::ClientDeleted(id));
     Ok(Resp::ok(&json!({ "status": "deleted" })))
 }
@@ -188,7 +188,9 @@ pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) ->
 // --- readings ---
 
 pub fn list_states(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    Ok(Resp::ok(&readings::list(&app.db)?))
+    let list = app.readings.list();
+    let list: Vec<&Value> = list.iter().map(|r| &**r).collect();
+    Ok(Resp::ok(&list))
 }
 
 pub fn client_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
@@ -196,8 +198,8 @@ pub fn client_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiRe
     if clients::get(&app.db, id)?.is_none() {
         return Err(ApiError::not_found("Client not found"));
     }
-    match readings::get(&app.db, id)? {
-        Some(reading) => Ok(Resp::ok(&reading)),
+    match app.readings.get(id) {
+        Some(reading) => Ok(Resp::ok(&*reading)),
         None => Err(ApiError::not_found("No reading from this client yet")),
     }
 }
@@ -217,12 +219,7 @@ pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiR
 }
 
 pub fn list_clusters(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    let list: Vec<Value> = app
-        .cluster_list()?
-        .iter()
-        .map(crate::clusters::Cluster::to_json)
-        .collect();
-    Ok(Resp::ok(&list))
+    Ok(Resp::json_bytes(200, app.cluster_list_json()?))
 }
 
 // --- activity ---

@@ -12,7 +12,14 @@ pub struct Resp {
 
 impl Resp {
     pub fn json<T: Serialize + ?Sized>(status: u16, value: &T) -> Resp {
-        let body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+        Resp::json_bytes(
+            status,
+            serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec()),
+        )
+    }
+
+    /// A body already serialised as JSON.
+    pub fn json_bytes(status: u16, body: Vec<u8>) -> Resp {
         Resp {
             status,
             headers: Vec::new(),

@@ -12,7 +12,7 @@ use crate::app::App;
 use crate::clients::{self, ClientRecord, Mode};
 use crate::cluster_eval::EvalMsg;
 use crate::config::values::canonical_ip;
-use crate::live::{self, envelope, ToSocket};
+use crate::live::{self, envelope, envelope_of, ToSocket};
 use crate::readings;
 use crate::secrets::sha256_hex;
 use chrono::{DateTime, Duration, Utc};
@@ -325,16 +325,18 @@ impl AgentSession {
                 return;
             }
         };
-        match readings::store(
+        match app.readings.store(
             &app.db,
             client.id.clone(),
             reading,
             crate::clock::iso(app.clock.now()),
         ) {
             Ok(Some(stored)) => {
+                // The evaluator first: a dashboard that sees the broadcast and asks
+                // for the cluster list then finds the reading in it.
                 app.tell_evaluator(EvalMsg::Reading(client.id.clone(), stored.clone()));
                 app.hub
-                    .broadcast(envelope("KEEPALIVED_STATE_UPDATE", stored));
+                    .broadcast(envelope_of("KEEPALIVED_STATE_UPDATE", &stored));
             }
             Ok(None) => {}
             Err(e) => log::error!("Cannot store the reading of {}: {e}", client.id),

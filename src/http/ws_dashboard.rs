@@ -9,8 +9,7 @@ use super::ws::{self, Flow, Session, WsSocket};
 use crate::activity;
 use crate::app::App;
 use crate::auth::{self, cookies, AuthFailure};
-use crate::live::{self, envelope, hub, ToSocket};
-use crate::readings;
+use crate::live::{self, envelope, envelope_of, hub, ToSocket};
 use std::sync::Arc;
 
 /// Takes over an upgrade request: the handshake and the session check run on the
@@ -80,8 +79,8 @@ fn send_snapshot(app: &App, socket: &mut WsSocket, user_id: i64) -> Result<(), w
         ws::Gone
     })?;
     socket.send_text(&envelope("CLIENTS_UPDATE", clients))?;
-    for reading in readings::list(&app.db).unwrap_or_default() {
-        socket.send_text(&envelope("KEEPALIVED_STATE_UPDATE", reading))?;
+    for reading in app.readings.list() {
+        socket.send_text(&envelope_of("KEEPALIVED_STATE_UPDATE", &reading))?;
     }
     let list = activity::list(&app.db, user_id).unwrap_or_default();
     socket.send_text(&envelope("ACTIVITY_UPDATE", serde_json::Value::Array(list)))

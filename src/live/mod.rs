@@ -123,8 +123,19 @@ impl PartialEq for ToSocket {
 
 /// One message in the `{type, payload}` envelope (design.md).
 pub fn envelope(kind: &str, payload: serde_json::Value) -> Arc<str> {
-    serde_json::json!({ "type": kind, "payload": payload })
-        .to_string()
+    envelope_of(kind, &payload)
+}
+
+/// [`envelope`] of a payload the caller keeps.
+pub fn envelope_of(kind: &str, payload: &serde_json::Value) -> Arc<str> {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        payload: &'a serde_json::Value,
+    }
+    serde_json::to_string(&Envelope { kind, payload })
+        .unwrap_or_default()
         .into()
 }
 
