@@ -66,6 +66,9 @@ struct Pending {
 struct Tracked {
     confirmed: Confirmed,
     pending: Option<Pending>,
+    /// Until then the cluster is still being seen for the first time: its roles
+    /// are taken silently as its hosts' first readings come in.
+    settling_until: Option<DateTime<Utc>>,
 }
 
 impl Confirmed {
@@ -230,6 +233,30 @@ fn target_of(observed: &Observed, confirmed: &Confirmed) -> Target {
     }
 }
 
+/// The (client id, host) of the one master, if there is exactly one.
+fn master_of(roles: &Roles, cluster: &Cluster) -> Option<(String, String)> {
+    match roles {
+        Roles::One(id) => cluster
+            .members
+            .iter()
+            .find(|m| &m.client_id == id)
+            .map(|m| (id.clone(), m.host.clone())),
+        _ => None,
+    }
+}
+
+/// The roles as observed become the confirmed ones, without a report.
+fn take_roles_silently(confirmed: &mut Confirmed, observed: &Observed, cluster: &Cluster) {
+    if observed.roles == Roles::Unknown {
+        return;
+    }
+    confirmed.roles = observed.roles.clone();
+    if let Some(master) = master_of(&observed.roles, cluster) {
+        confirmed.master_alone = Some(master);
+    }
+    confirmed.cluster = cluster_data(cluster);
+}
+
 fn differs(target: &Target, confirmed: &Confirmed) -> bool {
     let confirmed_findings = confirmed
         .incident
@@ -254,6 +281,7 @@ impl Evaluator {
                         Tracked {
                             confirmed,
                             pending: None,
+                            settling_until: None,
                         },
                     )
                 })
@@ -341,25 +369,29 @@ impl Evaluator {
         let tracked = self.clusters.entry(cluster.key.clone()).or_insert_with(|| {
             // First sighting: the roles are taken silently and the health starts
             // from ok, so an unhealthy cluster still opens an incident.
-            let master_alone = match &observed.roles {
-                Roles::One(id) => cluster
-                    .members
-                    .iter()
-                    .find(|m| &m.client_id == id)
-                    .map(|m| (id.clone(), m.host.clone())),
-                _ => None,
-            };
             Tracked {
                 confirmed: Confirmed {
                     roles: observed.roles.clone(),
-                    master_alone,
+                    master_alone: master_of(&observed.roles, cluster),
                     health: IncidentHealth::Ok,
                     incident: None,
                     cluster: cluster_data(cluster),
                 },
                 pending: None,
+                settling_until: Some(now + master_down_interval(cluster)),
             }
         });
+        // Hosts rarely report in the same instant: a backup whose first reading
+        // comes before its master's would otherwise make the master's arrival a
+        // failover. For one master-down interval the roles keep being taken
+        // silently, as at the first sighting (the health still starts from ok).
+        if let Some(until) = tracked.settling_until {
+            if now < until && observed.health != IncidentHealth::NoStatement {
+                take_roles_silently(&mut tracked.confirmed, &observed, cluster);
+            } else if now >= until {
+                tracked.settling_until = None;
+            }
+        }
         let target = target_of(&observed, &tracked.confirmed);
         if !differs(&target, &tracked.confirmed) {
             tracked.pending = None;
@@ -751,6 +783,22 @@ mod tests {
             h.read_at = now;
         }
 
+        /// A host's first reading arrives now.
+        fn join(&mut self, host: &'static str, state: &'static str) {
+            let now = self.now;
+            self.hosts.insert(
+                host,
+                Host {
+                    online: true,
+                    reporting: true,
+                    state,
+                    vips: vec!["192.0.2.100/24"],
+                    read_at: now,
+                    transition: now - Duration::seconds(30),
+                },
+            );
+        }
+
         /// Every connected host delivers a reading now.
         fn readings(&mut self) {
             let now = self.now;
@@ -775,6 +823,14 @@ mod tests {
             self.at(1)
         }
 
+        /// The cluster is seen for the first time and its first interval passes,
+        /// quietly: what follows is a change of a known cluster.
+        fn seen(&mut self) {
+            assert!(self.at(0).events.is_empty());
+            self.readings();
+            assert!(self.at(4000).events.is_empty());
+        }
+
         fn kinds(out: &Outcome) -> Vec<&str> {
             out.events.iter().map(|e| e.kind.as_str()).collect()
         }
@@ -791,9 +847,48 @@ mod tests {
     }
 
     #[test]
+    fn a_backup_reporting_before_its_master_is_no_failover() {
+        let mut sim = Sim::new(&[("b", "BACKUP")]);
+        assert!(sim.at(0).events.is_empty(), "first sighting");
+        sim.join("a", "MASTER");
+        let out = sim.at(1500);
+        assert!(out.events.is_empty());
+        sim.readings();
+        for _ in 0..4 {
+            let out = sim.at(3000);
+            assert!(out.events.is_empty(), "{:?}", Sim::kinds(&out));
+            sim.readings();
+        }
+        // The master is known from then on: a failover is reported with it.
+        sim.state("a", "BACKUP");
+        sim.state("b", "MASTER");
+        let out = sim.settle();
+        assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+    }
+
+    #[test]
+    fn a_master_arriving_after_the_first_interval_is_reported() {
+        let mut sim = Sim::new(&[("b", "BACKUP")]);
+        let out = sim.settle();
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.incident_opened"],
+            "a lone backup has no master, as far as anyone can tell"
+        );
+        sim.join("a", "MASTER");
+        let out = sim.settle();
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.master_changed", "vrrp.incident_resolved"]
+        );
+        assert_eq!(out.events[0].data["previousMaster"], Value::Null);
+    }
+
+    #[test]
     fn a_failover_is_confirmed_after_the_interval_and_fresh_readings() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.state("a", "BACKUP");
         sim.state("b", "MASTER");
         let transition = sim.now;
@@ -834,7 +929,7 @@ mod tests {
     fn a_reading_of_the_millisecond_the_interval_ends_counts() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
         sim.now += Duration::nanoseconds(123_456);
-        sim.at(0);
+        sim.seen();
         sim.state("a", "BACKUP");
         sim.state("b", "MASTER");
         sim.at(0);
@@ -849,7 +944,7 @@ mod tests {
     #[test]
     fn a_flap_shorter_than_the_interval_reports_nothing() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.state("a", "BACKUP");
         sim.state("b", "MASTER");
         assert!(sim.at(0).events.is_empty());
@@ -867,7 +962,7 @@ mod tests {
     #[test]
     fn an_offline_master_makes_no_statement() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.hosts.get_mut("a").unwrap().online = false;
         for _ in 0..5 {
             sim.readings();
@@ -883,7 +978,7 @@ mod tests {
     #[test]
     fn split_brain_opens_an_incident_and_healing_resolves_it() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.state("b", "MASTER");
         let out = sim.settle();
         assert_eq!(
@@ -935,7 +1030,7 @@ mod tests {
     #[test]
     fn a_second_host_in_fault_updates_the_incident_with_what_was_added() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.state("b", "FAULT");
         let out = sim.settle();
         assert_eq!(Sim::kinds(&out), ["vrrp.incident_opened"]);
@@ -966,7 +1061,7 @@ mod tests {
     #[test]
     fn a_restart_in_the_middle_of_an_incident_repeats_nothing_and_misses_nothing() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.state("b", "FAULT");
         assert_eq!(Sim::kinds(&sim.settle()), ["vrrp.incident_opened"]);
         // Persist, "restart": a new evaluator from the stored states.
@@ -1031,7 +1126,7 @@ mod tests {
     #[test]
     fn unreachable_counts_after_60_s_and_keeps_the_roles() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         for h in sim.hosts.values_mut() {
             h.online = false;
         }
@@ -1058,7 +1153,7 @@ mod tests {
     #[test]
     fn master_lost_names_the_previous_master() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
-        sim.at(0);
+        sim.seen();
         sim.state("a", "BACKUP");
         let out = sim.settle();
         assert_eq!(
@@ -1086,10 +1181,9 @@ mod tests {
             read_at: Some(iso(t0)),
         };
         let mut ev = Evaluator::default();
-        ev.evaluate(
-            &group(&[view("a", "MASTER", "MASTER"), view("b", "BACKUP", "BACKUP")]),
-            t0,
-        );
+        let known = group(&[view("a", "MASTER", "MASTER"), view("b", "BACKUP", "BACKUP")]);
+        ev.evaluate(&known, t0 - Duration::seconds(5));
+        ev.evaluate(&known, t0);
         // VI_1 fails over, VI_2 half a second later; nobody sends a reading.
         let first = group(&[view("a", "BACKUP", "MASTER"), view("b", "MASTER", "BACKUP")]);
         assert!(ev.evaluate(&first, t0).requests.is_empty());
