@@ -247,7 +247,7 @@ fn master_of(roles: &Roles, cluster: &Cluster) -> Option<(String, String)> {
 
 /// The roles as observed become the confirmed ones, without a report.
 fn take_roles_silently(confirmed: &mut Confirmed, observed: &Observed, cluster: &Cluster) {
-    if observed.roles == Roles::Unknown {
+    if observed.roles == Roles::Unknown || observed.roles == confirmed.roles {
         return;
     }
     confirmed.roles = observed.roles.clone();

@@ -239,8 +239,10 @@ fn evaluator(args: &[String]) -> Result<(), String> {
     let mut evaluator = Evaluator::default();
     evaluator.evaluate(&grouped, start);
     let (mut incremental, mut full) = (Vec::with_capacity(readings), Vec::with_capacity(readings));
+    // Readings of clusters already known: their first interval (4 s) is over.
+    let known = start + chrono::Duration::seconds(5);
     for r in 0..readings {
-        let now = start + chrono::Duration::milliseconds(r as i64);
+        let now = known + chrono::Duration::milliseconds(r as i64);
         // One host's fresh reading, and now and then a failover to evaluate.
         let i = (r * 7919) % hosts.len();
         hosts[i].read_at = Some(vrrp_monitor::clock::iso(now));
