@@ -926,6 +926,25 @@ mod tests {
     }
 
     #[test]
+    fn a_member_that_stops_being_live_owes_no_reading() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
+        sim.seen();
+        sim.state("a", "BACKUP");
+        sim.state("b", "MASTER");
+        sim.at(0);
+        let out = sim.at(4000);
+        assert_eq!(out.requests, ["id-a", "id-b", "id-c"]);
+        sim.hosts.get_mut("a").unwrap().read_at = sim.now;
+        sim.hosts.get_mut("b").unwrap().read_at = sim.now;
+        assert!(sim.at(10).events.is_empty(), "c still owes its reading");
+        // c's agent goes away before it answered: nothing is waited for any more.
+        sim.hosts.get_mut("c").unwrap().online = false;
+        let out = sim.at(10);
+        assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
+        assert_eq!(out.events[0].client_id.as_deref(), Some("id-b"));
+    }
+
+    #[test]
     fn a_reading_of_the_millisecond_the_interval_ends_counts() {
         let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
         sim.now += Duration::nanoseconds(123_456);
