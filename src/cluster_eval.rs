@@ -11,7 +11,7 @@
 use crate::app::App;
 use crate::clients::{self, ClientRecord};
 use crate::clock::iso;
-use crate::clusters::{group, patch, signature, Cluster, HostView};
+use crate::clusters::{group, patch_member, rejudge, signature, Cluster, HostView};
 use crate::db::DbError;
 use crate::evaluator::{Confirmed, Evaluator};
 use crate::lifecycle::{contain_panics, Shutdown};
@@ -51,8 +51,8 @@ struct Runner {
     awaiting: Option<(DateTime<Utc>, HashSet<String>)>,
     /// The grouping of the last full evaluation, patched by later readings.
     grouped: Vec<Cluster>,
-    /// Per host: the indexes in `grouped` of its clusters.
-    by_host: HashMap<String, Vec<usize>>,
+    /// Per host: its members in `grouped`, as (cluster index, member index).
+    by_host: HashMap<String, Vec<(usize, usize)>>,
     /// Per host: what its place in the grouping depends on.
     signatures: HashMap<String, String>,
     /// The grouping must be built anew.
@@ -262,8 +262,11 @@ impl Runner {
             self.grouped = group(&hosts);
             self.by_host.clear();
             for (i, c) in self.grouped.iter().enumerate() {
-                for m in &c.members {
-                    self.by_host.entry(m.client_id.clone()).or_default().push(i);
+                for (j, m) in c.members.iter().enumerate() {
+                    self.by_host
+                        .entry(m.client_id.clone())
+                        .or_default()
+                        .push((i, j));
                 }
             }
             self.regroup = false;
@@ -272,15 +275,22 @@ impl Runner {
             self.evaluate_all = true;
             return;
         }
+        // Members first, then each touched cluster judged once: a batch of readings
+        // from a cluster of many hosts costs one judgement, not one per reading.
+        let mut patched = HashSet::new();
         for id in std::mem::take(&mut self.dirty) {
             let Some(host) = self.host_view(&id) else {
                 continue;
             };
-            for &i in self.by_host.get(&id).map(Vec::as_slice).unwrap_or_default() {
-                patch(&mut self.grouped[i], &host);
-                self.touched.insert(i);
+            for &(i, j) in self.by_host.get(&id).map(Vec::as_slice).unwrap_or_default() {
+                patch_member(&mut self.grouped[i].members[j], &host);
+                patched.insert(i);
             }
         }
+        for &i in &patched {
+            rejudge(&mut self.grouped[i]);
+        }
+        self.touched.extend(patched);
     }
 
     fn evaluate(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {

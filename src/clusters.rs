@@ -360,25 +360,37 @@ pub fn signature(host: &HostView) -> String {
     format!("{:?}#{}", host.site, parts.join(";"))
 }
 
-/// Puts a host's fresh view into a cached cluster and judges it again.
+/// Updates a host's members of `cluster` from its fresh view (a reading or a
+/// connection change that left its place in the grouping as it was), and judges
+/// the cluster again.
 pub fn patch(cluster: &mut Cluster, host: &HostView) {
     for member in cluster
         .members
         .iter_mut()
         .filter(|m| m.client_id == host.client_id)
     {
-        let name = member.instance.get("name").cloned();
-        if let Some(inst) = host
-            .instances
-            .iter()
-            .find(|i| i.get("name") == name.as_ref())
-        {
-            member.instance = inst.clone();
-        }
-        member.online = host.online;
-        member.reporting = host.readable;
-        member.read_at = host.read_at.clone();
+        patch_member(member, host);
     }
+    rejudge(cluster);
+}
+
+/// One member from its host's fresh view; the cluster needs [`rejudge`] after.
+pub fn patch_member(member: &mut Member, host: &HostView) {
+    let name = member.instance.get("name").cloned();
+    if let Some(inst) = host
+        .instances
+        .iter()
+        .find(|i| i.get("name") == name.as_ref())
+    {
+        member.instance = inst.clone();
+    }
+    member.online = host.online;
+    member.reporting = host.readable;
+    member.read_at = host.read_at.clone();
+}
+
+/// The cluster's addresses and health from its members as they are now.
+pub fn rejudge(cluster: &mut Cluster) {
     let mut vips: Vec<String> = cluster
         .members
         .iter()
