@@ -27,6 +27,11 @@ use std::sync::Arc;
 /// reconnected, or this long passed.
 pub const STARTUP_GUARD_SECS: i64 = 60;
 
+/// Confirmed events that could not be stored are tried again after this long.
+const RETRY_SECS: i64 = 1;
+/// At most this many unstored events are kept for another try.
+const MAX_UNRECORDED: usize = 10_000;
+
 /// What the rest of the server tells the evaluator.
 #[derive(Debug, Clone)]
 pub enum EvalMsg {
@@ -63,6 +68,8 @@ struct Runner {
     evaluate_all: bool,
     /// Indexes in `grouped` of the clusters patched since the last evaluation.
     touched: HashSet<usize>,
+    /// Events of confirmed changes whose store failed, for the next evaluation.
+    unrecorded: Vec<crate::activity::Event>,
 }
 
 pub fn spawn(app: Arc<App>, inbox: Receiver<EvalMsg>, shutdown: Shutdown) -> std::io::Result<()> {
@@ -125,6 +132,7 @@ impl Runner {
             dirty: HashSet::new(),
             evaluate_all: true,
             touched: HashSet::new(),
+            unrecorded: Vec::new(),
         })
     }
 
@@ -323,7 +331,28 @@ impl Runner {
                 ToSocket::Text(envelope("REQUEST_STATE_UPDATE", json!({}))),
             );
         }
-        app.record_activity(outcome.events);
+        // Events that could not be stored are offered again with the next
+        // evaluation (their ids make a second store of a stored one a no-op), so a
+        // failing write delays a confirmed change but does not lose it.
+        let mut events = std::mem::take(&mut self.unrecorded);
+        events.extend(outcome.events);
+        let retry = !events.is_empty() && !app.record_activity(events.clone());
+        if retry {
+            if events.len() > MAX_UNRECORDED {
+                log::error!(
+                    "{} cluster events could not be stored; the oldest {} are dropped",
+                    events.len(),
+                    events.len() - MAX_UNRECORDED
+                );
+                events.drain(..events.len() - MAX_UNRECORDED);
+            }
+            log::warn!(
+                "{} cluster events could not be stored; tried again in {} s",
+                events.len(),
+                RETRY_SECS
+            );
+            self.unrecorded = events;
+        }
         let states: Vec<(String, Option<String>)> = outcome
             .changed
             .iter()
@@ -354,6 +383,10 @@ impl Runner {
                 log::error!("Cannot store the confirmed cluster states: {e}");
             }
         }
-        outcome.wake_at
+        let retry_at = retry.then(|| now + Duration::seconds(RETRY_SECS));
+        match (outcome.wake_at, retry_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }

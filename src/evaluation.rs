@@ -247,7 +247,9 @@ pub fn observe(cluster: &Cluster) -> Observed {
         });
     }
     let offline_master = members.iter().any(|m| !m.online && m.state() == "MASTER");
-    if masters.is_empty() && !live.is_empty() && !offline_master {
+    // Connected members are there (else unreachable above); the health is
+    // no-master whether or not keepalived reports anywhere, and so is the reason.
+    if masters.is_empty() && !offline_master {
         findings.push(Finding::NoMaster);
     }
     for m in &connected {
@@ -372,6 +374,15 @@ mod tests {
             ]),
             NoMaster
         );
+        // keepalived stopped on every connected host: no live MASTER either, and the
+        // reasons say so besides naming the silent hosts.
+        let stopped = observe(&cluster(&[
+            ("a", true, false, "MASTER", V),
+            ("b", true, false, "BACKUP", V),
+        ]));
+        assert_eq!(stopped.health, NoMaster);
+        assert!(stopped.findings.contains(&Finding::NoMaster));
+        assert_eq!(stopped.findings.len(), 3, "{:?}", stopped.findings);
         assert_eq!(
             health(&[
                 ("a", true, true, "MASTER", V),

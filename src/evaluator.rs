@@ -144,14 +144,22 @@ pub struct Evaluator {
     last_request: HashMap<String, DateTime<Utc>>,
 }
 
-/// The master-down interval of a cluster: 3 x the longest advert_int + 1 s.
+/// The master-down interval of a cluster: 3 x advert_int + 1 s, with the longest
+/// advert_int among its members (hosts configured apart wait for the slowest);
+/// keepalived's default of 1 s when no member reports one.
 pub fn master_down_interval(cluster: &Cluster) -> Duration {
     let advert = cluster
         .members
         .iter()
         .filter_map(|m| m.instance.get("advertInterval").and_then(Value::as_f64))
-        .fold(1.0_f64, f64::max);
-    Duration::milliseconds((3.0 * advert * 1000.0) as i64 + 1000)
+        .filter(|a| a.is_finite() && *a > 0.0)
+        .fold(None, |longest: Option<f64>, a| {
+            Some(longest.map_or(a, |l| l.max(a)))
+        })
+        .unwrap_or(1.0)
+        // keepalived accepts at most 255 s.
+        .min(255.0);
+    Duration::milliseconds((3.0 * advert * 1000.0).round() as i64 + 1000)
 }
 
 fn read_at(m: &Member) -> Option<DateTime<Utc>> {
@@ -923,6 +931,37 @@ mod tests {
         assert_eq!(e.data["cluster"]["master"], "b");
         assert_eq!(e.data["cluster"]["members"].as_array().unwrap().len(), 2);
         assert!(sim.at(5000).events.is_empty(), "reported once");
+    }
+
+    #[test]
+    fn the_master_down_interval_follows_the_longest_advert_int() {
+        let cluster = |adverts: &[Value]| {
+            let views: Vec<HostView> = adverts
+                .iter()
+                .enumerate()
+                .map(|(i, a)| HostView {
+                    client_id: format!("id-{i}"),
+                    site: None,
+                    host: format!("h{i}"),
+                    online: true,
+                    readable: true,
+                    instances: vec![json!({ "name": "VI_1", "vrid": 51, "state": "BACKUP",
+                                           "vips": ["192.0.2.100/24"], "advertInterval": a })],
+                    read_at: None,
+                })
+                .collect();
+            group(&views).remove(0)
+        };
+        let ms = |adverts: &[Value]| master_down_interval(&cluster(adverts)).num_milliseconds();
+        assert_eq!(ms(&[json!(1), json!(1)]), 4000);
+        assert_eq!(
+            ms(&[json!(0.5), json!(0.5)]),
+            2500,
+            "sub-second VRRPv3 adverts"
+        );
+        assert_eq!(ms(&[json!(0.5), json!(2)]), 7000, "the slowest member");
+        assert_eq!(ms(&[Value::Null, json!(-3)]), 4000, "keepalived's default");
+        assert_eq!(ms(&[json!(1e9)]), 766_000, "keepalived's limit");
     }
 
     #[test]

@@ -11,19 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::inbound::*;
-use support::lab::Lab;
 use support::*;
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        return;
-    }
-    // On its own thread: the lab is entered per thread, and `vrrp-lab.sh down` kills
-    // every process whose main thread lives in the lab's namespaces.
-    let run = std::thread::spawn(bench_failover).join();
-    if run.is_err() {
-        std::process::exit(1);
-    }
+    bench_main(bench_failover);
 }
 
 /// The benchmark behind scripts/bench-failover.sh (run by `cargo bench --bench failover`): the time
@@ -35,13 +26,7 @@ fn bench_failover() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(50);
-    let mut lab = Lab::up(2, "vbf"); // h1 120 MASTER, h2 110 BACKUP
-    lab.enter_switch();
-    let bin = lab.work.join("vrrp-agent");
-    fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
-    let sbin = lab.work.join("vrrp-monitor");
-    fs::copy(server_binary(), &sbin).unwrap();
-    let mut server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);
+    let (lab, mut server) = lab_with_server(2, "vbf"); // h1 120 MASTER, h2 110 BACKUP
     server.start();
     let admin = server.admin();
     let mut agents: Vec<HostAgent> = ["h1", "h2"]

@@ -11,25 +11,15 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::fs;
-
 use serde_json::Value;
 use support::inbound::*;
-use support::lab::Lab;
 use support::*;
 
 /// The lab's VI_1: advert_int 1 s, so 3 x 1 s + 1 s.
 const MASTER_DOWN_MS: f64 = 4000.0;
 
 fn main() {
-    if !std::env::args().any(|a| a == "--bench") {
-        return;
-    }
-    // On its own thread: the lab is entered per thread, and `vrrp-lab.sh down` kills
-    // every process whose main thread lives in the lab's namespaces.
-    if std::thread::spawn(bench_takeover).join().is_err() {
-        std::process::exit(1);
-    }
+    bench_main(bench_takeover);
 }
 
 fn bench_takeover() {
@@ -37,13 +27,7 @@ fn bench_takeover() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10);
-    let mut lab = Lab::up(2, "vbt"); // h1 120 MASTER, h2 110 BACKUP
-    lab.enter_switch();
-    let bin = lab.work.join("vrrp-agent");
-    fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
-    let sbin = lab.work.join("vrrp-monitor");
-    fs::copy(server_binary(), &sbin).unwrap();
-    let mut server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);
+    let (lab, mut server) = lab_with_server(2, "vbt"); // h1 120 MASTER, h2 110 BACKUP
     server.log_level = "warn";
     server.start();
     let admin = server.admin();

@@ -17,12 +17,10 @@
 mod support;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::inbound::*;
-use support::lab::Lab;
 use support::*;
 
 /// The activity list, oldest first.
@@ -87,18 +85,26 @@ fn wait_healthy(server: &Server, admin: &str, master: &str, what: &str) {
     });
 }
 
-/// Waits until `events_of(new)` holds for every cluster, then gives late events a
-/// quiet window (the master-down interval of 4 s plus margin) before the count.
+/// Waits until both clusters (VRIDs 51 and 52) have new events of every kind in
+/// `needed`, then gives late events a quiet window (the master-down interval of
+/// 4 s plus margin) before the count.
 fn settle_events(
     server: &Server,
     admin: &str,
     before: &HashSet<String>,
     what: &str,
-    done: impl Fn(&BTreeMap<u64, Vec<String>>) -> bool,
+    needed: &[&str],
 ) -> Vec<Value> {
     wait_for(what, 60, || {
-        let events = cluster_events(server, admin, before);
-        done(&kinds_by_vrid(&events)).then_some(())
+        let kinds = kinds_by_vrid(&cluster_events(server, admin, before));
+        let done = [51, 52].iter().all(|vrid| {
+            needed.iter().all(|n| {
+                kinds
+                    .get(vrid)
+                    .is_some_and(|k| k.iter().any(|have| have == n))
+            })
+        });
+        done.then_some(())
     });
     let quiet_until = Instant::now() + Duration::from_secs(6);
     while Instant::now() < quiet_until {
@@ -129,13 +135,7 @@ fn of_kind<'a>(events: &'a [Value], kind: &str, vrid: u64) -> &'a Value {
 
 #[test]
 fn failover_split_brain_and_fault_are_reported_exactly_once() {
-    let mut lab = Lab::up(3, "vcl");
-    lab.enter_switch();
-    let bin = lab.work.join("vrrp-agent");
-    fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
-    let sbin = lab.work.join("vrrp-monitor");
-    fs::copy(server_binary(), &sbin).unwrap();
-    let mut server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);
+    let (lab, mut server) = lab_with_server(3, "vcl");
     server.start();
     let admin = server.admin();
 
@@ -180,7 +180,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &id("h1"),
         "two healthy clusters, h1 master",
     );
-    let start = settle_events(&server, &admin, &HashSet::new(), "a quiet start", |_| true);
+    let start = settle_events(&server, &admin, &HashSet::new(), "a quiet start", &[]);
     assert!(
         start.iter().all(|e| e["kind"] != "vrrp.master_changed"),
         "hosts reporting for the first time are no failover: {start:#?}"
@@ -195,14 +195,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &admin,
         &before,
         "master_changed and degraded",
-        |k| {
-            [51, 52].iter().all(|v| {
-                k.get(v).is_some_and(|k| {
-                    k.contains(&"vrrp.master_changed".into())
-                        && k.contains(&"vrrp.incident_opened".into())
-                })
-            })
-        },
+        &["vrrp.master_changed", "vrrp.incident_opened"],
     );
     expect_kinds(
         &events,
@@ -228,12 +221,13 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["start", "h1"]);
     wait_healthy(&server, &admin, &id("h1"), "h1 master again");
-    let events = settle_events(&server, &admin, &before, "h1 back, resolved", |k| {
-        [51, 52].iter().all(|v| {
-            k.get(v)
-                .is_some_and(|k| k.contains(&"vrrp.incident_resolved".into()))
-        })
-    });
+    let events = settle_events(
+        &server,
+        &admin,
+        &before,
+        "h1 back, resolved",
+        &["vrrp.incident_resolved"],
+    );
     expect_kinds(
         &events,
         &["vrrp.incident_resolved", "vrrp.master_changed"],
@@ -253,12 +247,13 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["partition", "h3"]);
     lab.wait_state("h3", "VI_1", "MASTER");
-    let events = settle_events(&server, &admin, &before, "split brain", |k| {
-        [51, 52].iter().all(|v| {
-            k.get(v)
-                .is_some_and(|k| k.contains(&"vrrp.incident_opened".into()))
-        })
-    });
+    let events = settle_events(
+        &server,
+        &admin,
+        &before,
+        "split brain",
+        &["vrrp.incident_opened"],
+    );
     expect_kinds(
         &events,
         &["vrrp.incident_opened", "vrrp.split_brain"],
@@ -288,12 +283,13 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     lab.run(&["heal", "h3"]);
     lab.wait_state("h3", "VI_1", "BACKUP");
     wait_healthy(&server, &admin, &id("h1"), "healed");
-    let events = settle_events(&server, &admin, &before, "resolved", |k| {
-        [51, 52].iter().all(|v| {
-            k.get(v)
-                .is_some_and(|k| k.contains(&"vrrp.incident_resolved".into()))
-        })
-    });
+    let events = settle_events(
+        &server,
+        &admin,
+        &before,
+        "resolved",
+        &["vrrp.incident_resolved"],
+    );
     expect_kinds(
         &events,
         &["vrrp.incident_resolved", "vrrp.master_changed"],
@@ -318,12 +314,13 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["fault", "h2", "script"]);
     lab.wait_state("h2", "VI_1", "FAULT");
-    let events = settle_events(&server, &admin, &before, "degraded by FAULT", |k| {
-        [51, 52].iter().all(|v| {
-            k.get(v)
-                .is_some_and(|k| k.contains(&"vrrp.incident_opened".into()))
-        })
-    });
+    let events = settle_events(
+        &server,
+        &admin,
+        &before,
+        "degraded by FAULT",
+        &["vrrp.incident_opened"],
+    );
     expect_kinds(&events, &["vrrp.incident_opened"], "fault");
     for vrid in [51, 52] {
         let opened = of_kind(&events, "vrrp.incident_opened", vrid);
@@ -341,12 +338,13 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["unfault", "h2"]);
     wait_healthy(&server, &admin, &id("h1"), "h2 out of FAULT");
-    let events = settle_events(&server, &admin, &before, "fault resolved", |k| {
-        [51, 52].iter().all(|v| {
-            k.get(v)
-                .is_some_and(|k| k.contains(&"vrrp.incident_resolved".into()))
-        })
-    });
+    let events = settle_events(
+        &server,
+        &admin,
+        &before,
+        "fault resolved",
+        &["vrrp.incident_resolved"],
+    );
     expect_kinds(&events, &["vrrp.incident_resolved"], "unfault");
 
     for a in &mut agents {

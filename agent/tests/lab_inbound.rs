@@ -56,13 +56,7 @@ fn ids_once(server: &Server, admin: &str) {
 /// Registers through the register page with the PIN from the log; returns the client id.
 #[test]
 fn three_hosts_register_report_and_deliver_exactly_once() {
-    let mut lab = Lab::up(3, "vin"); // h1 130 MASTER, h2 120, h3 110
-    lab.enter_switch();
-    let bin = lab.work.join("vrrp-agent");
-    fs::copy(env!("CARGO_BIN_EXE_vrrp-agent"), &bin).unwrap();
-    let sbin = lab.work.join("vrrp-monitor");
-    fs::copy(server_binary(), &sbin).unwrap();
-    let mut server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);
+    let (lab, mut server) = lab_with_server(3, "vin"); // h1 130 MASTER, h2 120, h3 110
     server.start();
     let admin = server.admin();
     let url = server.url();

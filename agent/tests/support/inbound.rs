@@ -140,7 +140,26 @@ impl Drop for HostAgent {
     }
 }
 
-/// State changes stored on the server, counted by (client, instance, from, to).
+/// A lab of `hosts` hosts with the server ready to start in its switch namespace
+/// (203.0.113.254, reached by every host over the management network), both
+/// binaries copied under the lab's work folder (the hosts' /tmp is their own).
+/// The calling thread stays in the switch namespace.
+pub fn lab_with_server(hosts: usize, tag: &str) -> (Lab, Server) {
+    let mut lab = Lab::up(hosts, tag);
+    lab.enter_switch();
+    fs::copy(
+        env!("CARGO_BIN_EXE_vrrp-agent"),
+        lab.work.join("vrrp-agent"),
+    )
+    .unwrap();
+    let sbin = lab.work.join("vrrp-monitor");
+    fs::copy(server_binary(), &sbin).unwrap();
+    let server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);
+    (lab, server)
+}
+
+/// Registers an agent through its register page with the PIN from its log; returns
+/// the client id.
 pub fn register(lab: &Lab, server: &Server, admin: &str, a: &HostAgent) -> String {
     let pin = wait_for("the PIN", 10, || {
         a.log()

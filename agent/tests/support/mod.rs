@@ -35,6 +35,19 @@ pub fn server_binary() -> PathBuf {
     p
 }
 
+/// `main` of a lab benchmark: runs `bench` only under `cargo bench` (which passes
+/// `--bench`; `cargo test --all-targets` starts benchmarks with nothing to do), on
+/// its own thread: the lab is entered per thread, and `vrrp-lab.sh down` kills every
+/// process whose main thread lives in the lab's namespaces.
+pub fn bench_main(bench: fn()) {
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    if std::thread::spawn(bench).join().is_err() {
+        std::process::exit(1);
+    }
+}
+
 pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
     let t0 = Instant::now();
     loop {
