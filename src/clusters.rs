@@ -65,7 +65,8 @@ pub struct Member {
     #[serde(skip)]
     pub host: String,
     pub online: bool,
-    /// keepalived on the host reports the instance now.
+    /// keepalived on the host reports the instance now (false while the agent is
+    /// offline: nothing is known of now).
     pub reporting: bool,
     pub instance: Value,
     #[serde(skip)]
@@ -239,7 +240,8 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
                     client_id: h.client_id.clone(),
                     host: h.host.clone(),
                     online: h.online,
-                    reporting: h.readable,
+                    // Unknown while the agent is away: not claimed.
+                    reporting: h.online && h.readable,
                     instance: inst.clone(),
                     read_at: h.read_at.clone(),
                 },
@@ -385,7 +387,7 @@ pub fn patch_member(member: &mut Member, host: &HostView) {
         member.instance = inst.clone();
     }
     member.online = host.online;
-    member.reporting = host.readable;
+    member.reporting = host.online && host.readable;
     member.read_at = host.read_at.clone();
 }
 

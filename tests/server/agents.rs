@@ -953,6 +953,19 @@ fn clusters_group_the_readings_of_connected_agents() {
             .body[0]
             .clone();
         if c["health"] == "unknown" {
+            let ma = c["members"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["clientId"] == a.id.as_str())
+                .unwrap()
+                .clone();
+            assert_eq!(
+                (ma["online"].as_bool(), ma["reporting"].as_bool()),
+                (Some(false), Some(false)),
+                "an offline host's keepalived is not claimed to report: {ma}"
+            );
+            assert_eq!(ma["instance"]["state"], "MASTER", "its last report");
             break;
         }
         assert!(Instant::now() < deadline, "{c}");
