@@ -1114,6 +1114,23 @@ mod tests {
             json!(["degraded"]),
             "the health did not change"
         );
+        let id = out.events[0].correlation_id.clone();
+        // b recovers: what was cleared is reported, c's FAULT still holds.
+        sim.state("b", "BACKUP");
+        let out = sim.settle();
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+        let i = &out.events[0].data["incident"];
+        assert_eq!(i["added"], json!([]));
+        assert_eq!(i["cleared"], json!(["b is in FAULT."]));
+        assert_eq!(i["reasons"].as_array().unwrap().len(), 1);
+        assert_eq!(out.events[0].correlation_id, id, "the same incident");
+        // A member's last state changing while keepalived is silent there is not a
+        // new finding: c stops reporting (a new finding), then its last state moves.
+        sim.hosts.get_mut("c").unwrap().reporting = false;
+        let out = sim.settle();
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+        sim.state("c", "BACKUP");
+        assert!(sim.settle().events.is_empty(), "no new finding");
     }
 
     #[test]
