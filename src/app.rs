@@ -17,7 +17,7 @@ use crate::schedulers::{self, Scheduler};
 use crate::settings::Settings;
 use crate::users::{self, Bootstrap};
 use crate::{clients, clusters};
-use crate::{fatal, fsutil, http, logging};
+use crate::{fatal, http, logging};
 use parking_lot::Mutex;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -413,7 +413,7 @@ fn bootstrap_admin(
                 .flatten()
                 .map_or(-1, |u| u.id);
             let path = config.data_dir.join("initial-admin-password");
-            fsutil::write_private_atomic(&path, format!("{password}\n").as_bytes())
+            vrrp_fs::write_private_atomic(&path, format!("{password}\n").as_bytes())
                 .map_err(|e| FatalError(format!("Cannot write {}: {e}", path.display())))?;
             log::warn!(
                 "Created the first-run administrator \"{username}\"; its password is in {} (mode 0600, removed when the password is changed). Change it after the first login.",

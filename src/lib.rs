@@ -12,7 +12,6 @@ pub mod config;
 pub mod db;
 pub mod evaluation;
 pub mod evaluator;
-pub mod fsutil;
 pub mod http;
 pub mod lifecycle;
 pub mod live;

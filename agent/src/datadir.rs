@@ -6,9 +6,8 @@
 //! identity is renamed `identity.json.corrupt-<timestamp>` and the agent starts
 //! unregistered.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -54,41 +53,10 @@ pub struct DataDir {
     dir: PathBuf,
 }
 
-/// Writes `bytes` to `path` atomically: a 0600 temporary file beside it, fsync, rename over
-/// the target, fsync of the directory, so a crash leaves either the old or the new file.
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        // The mode given to open() is filtered by umask; make sure.
-        f.set_permissions(fs::Permissions::from_mode(0o600))?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 impl DataDir {
     /// Creates the directory if needed and sets it to 0700.
     pub fn open(dir: &Path) -> io::Result<DataDir> {
-        fs::create_dir_all(dir)?;
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700))?;
+        vrrp_fs::ensure_private_dir(dir)?;
         Ok(DataDir {
             dir: dir.to_path_buf(),
         })
@@ -123,7 +91,7 @@ impl DataDir {
 
     pub fn save_identity(&self, id: &Identity) -> io::Result<()> {
         let bytes = serde_json::to_vec_pretty(id).map_err(io::Error::other)?;
-        atomic_write(&self.file(IDENTITY), &bytes)
+        vrrp_fs::write_private_atomic(&self.file(IDENTITY), &bytes)
     }
 
     /// The baseline for change detection, or `None` (missing or damaged: discarded).
@@ -133,7 +101,7 @@ impl DataDir {
 
     pub fn save_baseline(&self, b: &Baseline) -> io::Result<()> {
         let bytes = serde_json::to_vec(b).map_err(io::Error::other)?;
-        atomic_write(&self.file(LAST_READING), &bytes)
+        vrrp_fs::write_private_atomic(&self.file(LAST_READING), &bytes)
     }
 
     /// Queued events, or an empty queue when the file is missing or damaged.
@@ -145,7 +113,7 @@ impl DataDir {
 
     pub fn save_queue(&self, events: &[ActivityEvent]) -> io::Result<()> {
         let bytes = serde_json::to_vec(&QueueFileRef { events }).map_err(io::Error::other)?;
-        atomic_write(&self.file(QUEUE), &bytes)
+        vrrp_fs::write_private_atomic(&self.file(QUEUE), &bytes)
     }
 }
 
@@ -182,6 +150,7 @@ fn load_scratch<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<Option<T>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn modes_and_atomic_write() {

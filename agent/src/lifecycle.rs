@@ -15,7 +15,7 @@ use parking_lot::RwLock;
 use crate::clock::SystemClock;
 use crate::config::{self, Config};
 use crate::connection::{self, ConnState, ConnStatus};
-use crate::datadir::{self, DataDir, Identity, IdentityLoad};
+use crate::datadir::{DataDir, Identity, IdentityLoad};
 use crate::logging;
 use crate::persist::{self, PersistHandle};
 use crate::queue::{ActivityQueue, Queue};
@@ -396,7 +396,7 @@ fn load_identity(dir: &DataDir, config: &Config, file_text: Option<&str>) -> Opt
             match dir.save_identity(&id) {
                 Ok(()) => {
                     match config::without_legacy_identity(text).map_err(std::io::Error::other)
-                        .and_then(|t| datadir::atomic_write(&config.config_path, t.as_bytes()))
+                        .and_then(|t| vrrp_fs::write_private_atomic(&config.config_path, t.as_bytes()))
                     {
                         Ok(()) => log::info!(
                             "Migrated clientId/authToken from {} to identity.json",

@@ -12,7 +12,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
-use crate::datadir::{atomic_write, DataDir, Identity};
+use crate::datadir::{DataDir, Identity};
 use crate::pin::{self, Check, PinGuard};
 use crate::serverapi::{self, Answer};
 
@@ -152,7 +152,7 @@ pub fn write_server_url(config_path: &Path, url: &str) -> Result<bool, String> {
     }
     m.insert("serverUrl".into(), url.into());
     let out = serde_yaml_ng::to_string(&v).map_err(|e| e.to_string())?;
-    atomic_write(config_path, out.as_bytes())
+    vrrp_fs::write_private_atomic(config_path, out.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
     Ok(true)
 }

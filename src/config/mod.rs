@@ -7,7 +7,6 @@
 pub mod rewrite;
 pub mod values;
 
-use crate::fsutil;
 use crate::secrets::random_hex;
 use ipnet::Ipv4Net;
 use rewrite::Addition;
@@ -204,7 +203,7 @@ pub fn config_path(env: &Env) -> PathBuf {
 pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let data_dir = data_dir(env);
     let path = config_path(env);
-    fsutil::ensure_private_dir(&data_dir).map_err(|e| {
+    vrrp_fs::ensure_private_dir(&data_dir).map_err(|e| {
         ConfigError::new(
             "SVC_SERVER_DATA_DIR",
             format!("cannot create {}: {e}", data_dir.display()),
@@ -315,7 +314,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let mut secret_key_persisted = true;
     if existing.is_none() {
         let text = first_run_file(&jwt_secret, &secret_key);
-        match fsutil::write_private_atomic(&path, text.as_bytes()) {
+        match vrrp_fs::write_private_atomic(&path, text.as_bytes()) {
             Ok(()) => notices.push(format!(
                 "Created configuration file {} with generated secrets",
                 path.display()
@@ -341,7 +340,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
                 None => a.key.clone(),
             })
             .collect();
-        match fsutil::write_private_atomic(&path, text.as_bytes()) {
+        match vrrp_fs::write_private_atomic(&path, text.as_bytes()) {
             Ok(()) => notices.push(format!(
                 "Added missing keys to {}: {}",
                 path.display(),
@@ -699,6 +698,6 @@ pub fn write_settings(path: &std::path::Path, changes: &Map<String, Value>) -> R
             serde_yaml_ng::to_string(&Value::Object(root)).map_err(|e| e.to_string())?
         }
     };
-    fsutil::write_private_atomic(path, new_text.as_bytes())
+    vrrp_fs::write_private_atomic(path, new_text.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
