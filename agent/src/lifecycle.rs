@@ -291,16 +291,18 @@ pub fn main() -> i32 {
     let reader = match reader::spawn_with(
         reader_tx,
         reader_rx,
-        prober,
-        baseline,
-        queue.clone(),
-        persist.clone(),
-        status.clone(),
-        poll,
-        Some({
-            let inbox = conn_inbox.clone();
-            Box::new(move |n| inbox.note(n))
-        }),
+        reader::Reader {
+            prober,
+            baseline,
+            queue: queue.clone(),
+            persist: persist.clone(),
+            status: status.clone(),
+            poll,
+            observer: Some({
+                let inbox = conn_inbox.clone();
+                Box::new(move |n| inbox.note(n))
+            }),
+        },
     ) {
         Ok(r) => r,
         Err(e) => return stop_start(&format!("cannot start the reader thread: {e}")),

@@ -131,39 +131,24 @@ impl ReaderHandle {
     }
 }
 
-struct Reader {
-    prober: Prober,
-    baseline: Option<Baseline>,
-    queue: ActivityQueue,
-    persist: PersistHandle,
-    status: SharedStatus,
-    poll: Option<Duration>,
-    observer: Option<Observer>,
+/// What the reader thread owns.
+pub struct Reader {
+    pub prober: Prober,
+    pub baseline: Option<Baseline>,
+    pub queue: ActivityQueue,
+    pub persist: PersistHandle,
+    pub status: SharedStatus,
+    pub poll: Option<Duration>,
+    pub observer: Option<Observer>,
 }
 
 /// Starts the reader thread on a channel made beforehand (the web server's notify
 /// endpoint needs the sender before the reader starts). A first reading is taken at once.
-#[allow(clippy::too_many_arguments)]
 pub fn spawn_with(
     tx: Sender<ReaderMsg>,
     rx: Receiver<ReaderMsg>,
-    prober: Prober,
-    baseline: Option<Baseline>,
-    queue: ActivityQueue,
-    persist: PersistHandle,
-    status: SharedStatus,
-    poll: Option<Duration>,
-    observer: Option<Observer>,
+    reader: Reader,
 ) -> std::io::Result<ReaderHandle> {
-    let reader = Reader {
-        prober,
-        baseline,
-        queue,
-        persist,
-        status,
-        poll,
-        observer,
-    };
     let thread = thread::Builder::new()
         .name("ka-reader".into())
         .spawn(move || crate::lifecycle::guard("ka-reader", || reader.run(rx)))?;
