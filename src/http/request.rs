@@ -115,10 +115,14 @@ impl Req {
     }
 
     pub fn bearer_token(&self) -> Option<&str> {
-        let auth = self.header("authorization")?;
-        let (scheme, token) = auth.split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        bearer(self.header("authorization")?)
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` value (the scheme in any case).
+pub fn bearer(authorization: &str) -> Option<&str> {
+    let (scheme, token) = authorization.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// Who the caller is, believing forwarding headers only from trusted proxies.

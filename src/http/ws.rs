@@ -37,14 +37,18 @@ fn config() -> WebSocketConfig {
         .max_frame_size(Some(4 * 1024 * 1024))
 }
 
+/// A header of a request still in tiny_http's hands (an upgrade is answered before
+/// it becomes a [`super::request::Req`]).
+pub fn header<'a>(rq: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
+    rq.headers()
+        .iter()
+        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
+        .map(|h| h.value.as_str())
+}
+
 /// Whether a request asks for a WebSocket.
 pub fn is_upgrade(rq: &tiny_http::Request) -> bool {
-    let header = |name: &str| {
-        rq.headers()
-            .iter()
-            .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name))
-            .map(|h| h.value.as_str().to_owned())
-    };
+    let header = |name: &str| header(rq, name);
     header("upgrade").is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
         && header("connection").is_some_and(|v| v.to_ascii_lowercase().contains("upgrade"))
         && header("sec-websocket-key").is_some()
@@ -70,16 +74,7 @@ pub enum Received {
 /// Completes the handshake; `None` when it cannot be.
 pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<WsSocket> {
     let peer = *rq.remote_addr()?;
-    let key = rq
-        .headers()
-        .iter()
-        .find(|h| {
-            h.field
-                .as_str()
-                .as_str()
-                .eq_ignore_ascii_case("sec-websocket-key")
-        })
-        .map(|h| h.value.as_str().to_owned())?;
+    let key = header(&rq, "sec-websocket-key")?.to_owned();
     let Some(fd) = busy.take_socket() else {
         log::error!("Cannot find the socket of {peer}; refusing its WebSocket");
         let _ = rq.respond(tiny_http::Response::empty(500));

@@ -47,21 +47,9 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
             .filter(|v| !v.is_empty())
     };
     let client_id = param("clientId");
-    let bearer = rq
-        .headers()
-        .iter()
-        .find(|h| {
-            h.field
-                .as_str()
-                .as_str()
-                .eq_ignore_ascii_case("authorization")
-        })
-        .and_then(|h| {
-            h.value
-                .as_str()
-                .strip_prefix("Bearer ")
-                .map(|t| t.trim().to_owned())
-        });
+    let bearer = ws::header(&rq, "authorization")
+        .and_then(super::request::bearer)
+        .map(str::to_owned);
     let token = param("token").or(bearer).filter(|t| !t.is_empty());
     let Some(peer) = rq.remote_addr().copied() else {
         return;

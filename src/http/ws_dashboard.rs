@@ -15,11 +15,8 @@ use std::sync::Arc;
 /// Takes over an upgrade request: the handshake and the session check run on the
 /// HTTP worker; an authenticated socket gets its own `ws-dash` thread.
 pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
-    let token = rq
-        .headers()
-        .iter()
-        .find(|h| h.field.as_str().as_str().eq_ignore_ascii_case("cookie"))
-        .and_then(|h| cookies::find(h.value.as_str(), cookies::SESSION_COOKIE).map(str::to_owned))
+    let token = ws::header(&rq, "cookie")
+        .and_then(|c| cookies::find(c, cookies::SESSION_COOKIE).map(str::to_owned))
         .filter(|t| !t.is_empty());
     let Some(peer) = rq.remote_addr().copied() else {
         return;
