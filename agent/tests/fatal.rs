@@ -31,8 +31,37 @@ fn child(dir: &str) -> ! {
     queue.push(vec![event("pending-1"), event("pending-2")]);
     let _ =
         std::thread::spawn(|| lifecycle::guard("worker", || panic!("a broken invariant"))).join();
-    std::thread::sleep(Duration::from_secs(10));
-    panic!("still running: the fatal path did not end the process");
+    // The fatal path ends the process; the parent's deadline catches one that does not.
+    loop {
+        std::thread::park();
+    }
+}
+
+/// Runs `cmd`, waiting for its exit at most `limit` (then it is killed): a child
+/// whose fatal path is broken would otherwise never end. (exit code, stderr)
+fn output_within(mut cmd: std::process::Command, limit: Duration) -> (Option<i32>, String) {
+    let err = tempfile::NamedTempFile::new().unwrap();
+    let mut child = cmd
+        .stdout(std::process::Stdio::null())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s.code();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        code,
+        std::fs::read_to_string(err.path()).unwrap_or_default(),
+    )
 }
 
 #[test]
@@ -42,18 +71,16 @@ fn a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms() {
     }
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms",
-            "--nocapture",
-        ])
-        .env("VRRP_AGENT_FATAL_CHILD", dir.path())
-        .output()
-        .unwrap();
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms",
+        "--nocapture",
+    ])
+    .env("VRRP_AGENT_FATAL_CHILD", dir.path());
+    let (code, stderr) = output_within(cmd, Duration::from_secs(10));
     let elapsed = started.elapsed();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         elapsed >= Duration::from_millis(250),
         "exited after {elapsed:?}"
