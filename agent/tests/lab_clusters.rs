@@ -86,9 +86,9 @@ fn wait_healthy(server: &Server, admin: &str, master: &str, what: &str) {
 }
 
 /// Waits until both clusters (VRIDs 51 and 52) have new events of every kind in
-/// `needed`, then gives late events a quiet window (the master-down interval of
-/// 4 s plus margin) before the count.
-fn settle_events(
+/// `needed`; returns the new events. Events arriving later still are caught by the
+/// final count over every scenario's window.
+fn new_events(
     server: &Server,
     admin: &str,
     before: &HashSet<String>,
@@ -96,7 +96,8 @@ fn settle_events(
     needed: &[&str],
 ) -> Vec<Value> {
     wait_for(what, 60, || {
-        let kinds = kinds_by_vrid(&cluster_events(server, admin, before));
+        let events = cluster_events(server, admin, before);
+        let kinds = kinds_by_vrid(&events);
         let done = [51, 52].iter().all(|vrid| {
             needed.iter().all(|n| {
                 kinds
@@ -104,13 +105,19 @@ fn settle_events(
                     .is_some_and(|k| k.iter().any(|have| have == n))
             })
         });
-        done.then_some(())
-    });
-    let quiet_until = Instant::now() + Duration::from_secs(6);
-    while Instant::now() < quiet_until {
+        done.then_some(events)
+    })
+}
+
+/// Real time passing with nothing done: the server and keepalived run on their own
+/// clocks here. Used twice: for the clusters' first master-down interval (4 s) to
+/// end before the first failover, and before the final count, so that an event
+/// confirmed late has had the interval and its margin to arrive.
+fn quiet_window() {
+    let until = Instant::now() + Duration::from_secs(6);
+    while Instant::now() < until {
         std::thread::sleep(Duration::from_millis(200));
     }
-    cluster_events(server, admin, before)
 }
 
 fn expect_kinds(events: &[Value], want: &[&str], scenario: &str) {
@@ -180,17 +187,20 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &id("h1"),
         "two healthy clusters, h1 master",
     );
-    let start = settle_events(&server, &admin, &HashSet::new(), "a quiet start", &[]);
+    quiet_window();
+    let start = cluster_events(&server, &admin, &HashSet::new());
     assert!(
         start.iter().all(|e| e["kind"] != "vrrp.master_changed"),
         "hosts reporting for the first time are no failover: {start:#?}"
     );
+    // Each scenario's window: the events stored from its start to the next one's.
+    let mut windows: Vec<(&str, HashSet<String>, &[&str])> = Vec::new();
 
     // --- 1. keepalived on the master dies; h2 takes over.
     let before = ids(&server, &admin);
     lab.run(&["failover", "h1", "--kill"]);
     lab.wait_state("h2", "VI_1", "MASTER");
-    let events = settle_events(
+    let events = new_events(
         &server,
         &admin,
         &before,
@@ -202,6 +212,11 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &["vrrp.incident_opened", "vrrp.master_changed"],
         "master killed",
     );
+    windows.push((
+        "master killed",
+        before.clone(),
+        &["vrrp.incident_opened", "vrrp.master_changed"],
+    ));
     for vrid in [51, 52] {
         let changed = of_kind(&events, "vrrp.master_changed", vrid);
         assert_eq!(changed["clientId"], id("h2").as_str(), "{changed}");
@@ -221,7 +236,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["start", "h1"]);
     wait_healthy(&server, &admin, &id("h1"), "h1 master again");
-    let events = settle_events(
+    let events = new_events(
         &server,
         &admin,
         &before,
@@ -233,6 +248,11 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &["vrrp.incident_resolved", "vrrp.master_changed"],
         "h1 started again",
     );
+    windows.push((
+        "h1 started again",
+        before.clone(),
+        &["vrrp.incident_resolved", "vrrp.master_changed"],
+    ));
     for vrid in [51, 52] {
         let changed = of_kind(&events, "vrrp.master_changed", vrid);
         assert_eq!(changed["data"]["previousMaster"], name("h2").as_str());
@@ -247,7 +267,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["partition", "h3"]);
     lab.wait_state("h3", "VI_1", "MASTER");
-    let events = settle_events(
+    let events = new_events(
         &server,
         &admin,
         &before,
@@ -259,6 +279,11 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &["vrrp.incident_opened", "vrrp.split_brain"],
         "partition",
     );
+    windows.push((
+        "partition",
+        before.clone(),
+        &["vrrp.incident_opened", "vrrp.split_brain"],
+    ));
     let mut correlation = HashMap::new();
     for vrid in [51, 52] {
         let split = of_kind(&events, "vrrp.split_brain", vrid);
@@ -283,7 +308,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     lab.run(&["heal", "h3"]);
     lab.wait_state("h3", "VI_1", "BACKUP");
     wait_healthy(&server, &admin, &id("h1"), "healed");
-    let events = settle_events(
+    let events = new_events(
         &server,
         &admin,
         &before,
@@ -295,6 +320,11 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &["vrrp.incident_resolved", "vrrp.master_changed"],
         "heal",
     );
+    windows.push((
+        "heal",
+        before.clone(),
+        &["vrrp.incident_resolved", "vrrp.master_changed"],
+    ));
     for vrid in [51, 52] {
         let resolved = of_kind(&events, "vrrp.incident_resolved", vrid);
         assert_eq!(
@@ -314,7 +344,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["fault", "h2", "script"]);
     lab.wait_state("h2", "VI_1", "FAULT");
-    let events = settle_events(
+    let events = new_events(
         &server,
         &admin,
         &before,
@@ -322,6 +352,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &["vrrp.incident_opened"],
     );
     expect_kinds(&events, &["vrrp.incident_opened"], "fault");
+    windows.push(("fault", before.clone(), &["vrrp.incident_opened"]));
     for vrid in [51, 52] {
         let opened = of_kind(&events, "vrrp.incident_opened", vrid);
         assert_eq!(opened["data"]["incident"]["health"], "degraded", "{opened}");
@@ -338,7 +369,7 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let before = ids(&server, &admin);
     lab.run(&["unfault", "h2"]);
     wait_healthy(&server, &admin, &id("h1"), "h2 out of FAULT");
-    let events = settle_events(
+    let events = new_events(
         &server,
         &admin,
         &before,
@@ -346,6 +377,23 @@ fn failover_split_brain_and_fault_are_reported_exactly_once() {
         &["vrrp.incident_resolved"],
     );
     expect_kinds(&events, &["vrrp.incident_resolved"], "unfault");
+    windows.push(("unfault", before.clone(), &["vrrp.incident_resolved"]));
+
+    // Exactly once: every window holds its events and nothing more, late ones included.
+    quiet_window();
+    let mut after: Option<HashSet<String>> = None;
+    for (scenario, before, want) in windows.iter().rev() {
+        let events: Vec<Value> = cluster_events(&server, &admin, before)
+            .into_iter()
+            .filter(|e| {
+                after
+                    .as_ref()
+                    .is_none_or(|a| a.contains(e["id"].as_str().unwrap()))
+            })
+            .collect();
+        expect_kinds(&events, want, scenario);
+        after = Some(before.clone());
+    }
 
     for a in &mut agents {
         a.kill(nix::sys::signal::Signal::SIGTERM);
