@@ -638,6 +638,18 @@ fn confirm(
         .or_else(|| cluster.members.iter().find(|m| m.live()));
     let reasons: Vec<Value> = target.findings.values().map(Finding::to_json).collect();
     let previous = confirmed.health;
+    // An incident opened or updated: a warning, named as above, at first sight.
+    let incident_event = |kind: &str, fields: Map<String, Value>, id: &str| {
+        event(
+            kind,
+            ActivityLevel::Warning,
+            subject,
+            pending.first_seen,
+            now,
+            json!({ "cluster": data_cluster, "incident": fields }),
+            Some(id.to_owned()),
+        )
+    };
     match (confirmed.incident.take(), target.health) {
         (None, IncidentHealth::Ok) => {}
         (None, health) => {
@@ -648,16 +660,7 @@ fn confirm(
                 findings: target.findings.clone(),
             };
             let fields = incident_json(&incident, json!(health.as_str()), previous, &reasons, now);
-            let data = json!({ "cluster": data_cluster, "incident": fields });
-            events.push(event(
-                "vrrp.incident_opened",
-                ActivityLevel::Warning,
-                subject,
-                pending.first_seen,
-                now,
-                data,
-                Some(incident.id.clone()),
-            ));
+            events.push(incident_event("vrrp.incident_opened", fields, &incident.id));
             confirmed.incident = Some(incident);
         }
         (Some(incident), IncidentHealth::Ok) => {
@@ -695,15 +698,10 @@ fn confirm(
                     incident_json(&incident, json!(health.as_str()), previous, &reasons, now);
                 fields.insert("added".into(), json!(added));
                 fields.insert("cleared".into(), json!(cleared));
-                let data = json!({ "cluster": data_cluster, "incident": fields });
-                events.push(event(
+                events.push(incident_event(
                     "vrrp.incident_updated",
-                    ActivityLevel::Warning,
-                    subject,
-                    pending.first_seen,
-                    now,
-                    data,
-                    Some(incident.id.clone()),
+                    fields,
+                    &incident.id,
                 ));
             }
             confirmed.incident = Some(incident);
