@@ -5,18 +5,20 @@
 //! drive in-process with their own listener, clock and shutdown switch.
 
 use crate::activity::{self, Event, LevelPolicy};
+use crate::agents::clients;
+use crate::agents::AgentRegistry;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
+use crate::auth::users::{self, Bootstrap};
 use crate::clock::{iso, SharedClock, SystemClock};
+use crate::clusters;
+use crate::config::settings::Settings;
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
 use crate::db::DbError;
 use crate::lifecycle::{self, Shutdown};
-use crate::live::{envelope, AgentRegistry, Hub};
+use crate::live::{envelope, Hub};
 use crate::schedulers::{self, Scheduler};
-use crate::settings::Settings;
-use crate::users::{self, Bootstrap};
-use crate::{clients, clusters};
 use crate::{fatal, http, logging};
 use parking_lot::Mutex;
 use std::net::TcpListener;
@@ -45,7 +47,7 @@ pub struct App {
     pub hub: Hub,
     pub agents: AgentRegistry,
     /// Every client's last reading, mirrored from the database.
-    pub readings: crate::readings::Latest,
+    pub readings: crate::agents::readings::Latest,
     /// The settings block, live: retention, intervals, level overrides.
     pub settings: Settings,
     pub token_cleanup: Scheduler,
@@ -56,7 +58,7 @@ pub struct App {
     /// The webhook threads.
     pub webhooks: crate::webhooks::delivery::Dispatcher,
     /// To the `cluster-eval` thread.
-    evaluate: crossbeam_channel::Sender<crate::cluster_eval::EvalMsg>,
+    evaluate: crossbeam_channel::Sender<crate::clusters::thread::EvalMsg>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     initial_password: Mutex<Option<(i64, PathBuf)>>,
@@ -81,7 +83,7 @@ impl App {
         let (reply, answer) = crossbeam_channel::bounded(1);
         if self
             .evaluate
-            .send(crate::cluster_eval::EvalMsg::List(reply))
+            .send(crate::clusters::thread::EvalMsg::List(reply))
             .is_ok()
         {
             match answer.recv_timeout(LIST_WAIT) {
@@ -114,7 +116,7 @@ impl App {
     }
 
     /// Tells the cluster evaluator something changed; never blocks.
-    pub fn tell_evaluator(&self, msg: crate::cluster_eval::EvalMsg) {
+    pub fn tell_evaluator(&self, msg: crate::clusters::thread::EvalMsg) {
         let _ = self.evaluate.send(msg);
     }
 
@@ -282,7 +284,7 @@ pub fn run(
         port: local.port(),
         hub: Hub::default(),
         agents: AgentRegistry::default(),
-        readings: crate::readings::Latest::load(&db)
+        readings: crate::agents::readings::Latest::load(&db)
             .map_err(|e| FatalError(format!("Cannot read the stored readings: {e}")))?,
         settings: Settings::new(config.settings.clone())
             .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
@@ -319,7 +321,7 @@ pub fn run(
     spawn_clients_feed(app.clone(), clients_feed, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
     app.webhooks.attach(&app);
-    crate::cluster_eval::spawn(app.clone(), eval_inbox, shutdown.clone())
+    crate::clusters::thread::spawn(app.clone(), eval_inbox, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
     for which in [Which::Tokens, Which::Notifications] {
         let scheduler = which.of(&app);

@@ -6,10 +6,11 @@
 pub mod cookies;
 pub mod password;
 pub mod rate_limit;
+pub mod secrets;
 pub mod session;
+pub mod users;
 
 use crate::db::{Db, DbError};
-use crate::users;
 use chrono::{DateTime, TimeZone, Utc};
 use session::{SessionError, SessionKeys};
 

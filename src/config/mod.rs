@@ -5,9 +5,10 @@
 //! [`ConfigError`] naming the field, which ends the start with exit code 1.
 
 pub mod rewrite;
+pub mod settings;
 pub mod values;
 
-use crate::secrets::random_hex;
+use crate::auth::secrets::random_hex;
 use ipnet::Ipv4Net;
 use rewrite::Addition;
 use serde_json::{Map, Value};
@@ -514,8 +515,8 @@ fn parse_settings(
             Some(Value::Null) => String::new(),
             Some(v) => scalar_text(v, &format!("settings.{key}"))?,
         };
-        if key == crate::settings::OVERRIDES_KEY {
-            crate::settings::parse_overrides(&value)
+        if key == crate::config::settings::OVERRIDES_KEY {
+            crate::config::settings::parse_overrides(&value)
                 .map_err(|m| ConfigError::new(format!("settings.{key}"), m))?;
         } else if !is_whole_number(&value) {
             return Err(ConfigError::new(

@@ -5,12 +5,12 @@ use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
 use crate::activity::{self, Event};
+use crate::agents::clients::{self, ClientError, ClientUpdate, SITE_MAX};
+use crate::agents::registration::{self, ipv4_text, RegistrationError, DISPLAY_NAME_MAX};
 use crate::app::App;
 use crate::auth::Session;
-use crate::clients::{self, ClientError, ClientUpdate, SITE_MAX};
 use crate::config::values::parse_ipv4_net;
 use crate::live::{envelope, ToSocket};
-use crate::registration::{self, ipv4_text, RegistrationError, DISPLAY_NAME_MAX};
 use serde_json::{json, Value};
 use vrrp_protocol::ActivityLevel;
 
@@ -166,7 +166,7 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
     };
     clients::update(&app.db, id.clone(), change, app.clock.now())?;
     app.broadcast_clients();
-    app.tell_evaluator(crate::cluster_eval::EvalMsg::ClientChanged(id));
+    app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientChanged(id));
     Ok(Resp::ok(&json!({ "success": true })))
 }
 
@@ -175,13 +175,13 @@ pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) ->
     clients::delete(&app.db, id.clone())?;
     app.agents.close(
         &id,
-        crate::live::agents::DELETED.0,
-        crate::live::agents::DELETED.1,
+        crate::agents::registry::DELETED.0,
+        crate::agents::registry::DELETED.1,
     );
     log::info!("Client {id} deleted by \"{}\"", session.username);
     app.broadcast_clients();
     app.readings.forget(&id);
-    app.tell_evaluator(crate::cluster_eval::EvalMsg::ClientDeleted(id));
+    app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientDeleted(id));
     Ok(Resp::ok(&json!({ "status": "deleted" })))
 }
 

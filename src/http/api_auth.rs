@@ -4,9 +4,9 @@ use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
 use crate::app::App;
+use crate::auth::users;
 use crate::auth::{cookies, password, rate_limit::Decision, Session};
 use crate::clock::iso;
-use crate::users;
 use serde_json::json;
 
 pub const INVALID_CREDENTIALS: &str = "Invalid credentials";

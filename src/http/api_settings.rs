@@ -5,8 +5,8 @@ use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
 use crate::app::App;
 use crate::auth::Session;
+use crate::config::settings;
 use crate::schedulers::{Scheduler, Trigger};
-use crate::settings;
 use serde_json::json;
 
 pub fn get(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {

@@ -5,9 +5,9 @@ use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
 use crate::app::App;
+use crate::auth::users::{self, AuthMethods, NewUser, UserError, UserUpdate};
 use crate::auth::Session;
 use crate::clock::iso;
-use crate::users::{self, AuthMethods, NewUser, UserError, UserUpdate};
 use serde_json::json;
 
 impl From<UserError> for ApiError {

@@ -1,14 +1,12 @@
-//! Live state: which agents and dashboards are connected right now, and the
-//! queues that carry messages to their socket threads.
+//! Live state: the dashboards connected right now ([`Hub`]), and the queues that
+//! carry messages to every socket thread (agents' and dashboards').
 //!
 //! Invariant: nothing here blocks. A message to a socket goes into that socket's
 //! bounded [`Outbox`] with `try_send`; a socket that cannot keep up is dropped
 //! rather than slowing the sender (the evaluator, an agent, another dashboard).
 
-pub mod agents;
 pub mod hub;
 
-pub use agents::AgentRegistry;
 pub use hub::Hub;
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};

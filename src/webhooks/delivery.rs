@@ -10,10 +10,10 @@
 
 use super::store::{self, Webhook};
 use super::template::{compile, compile_text};
+use crate::activity::messages::compose;
 use crate::activity::Event;
 use crate::app::App;
 use crate::clock::iso;
-use crate::messages::compose;
 use chrono::Duration;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use parking_lot::Mutex;
@@ -54,7 +54,7 @@ impl Attempt {
 pub fn context(app: &App, event: &Value, webhook_name: &str) -> Value {
     let client = event["clientId"]
         .as_str()
-        .and_then(|id| crate::clients::get(&app.db, id).ok().flatten())
+        .and_then(|id| crate::agents::clients::get(&app.db, id).ok().flatten())
         .map(|c| ClientView {
             id: c.id.clone(),
             name: c.name().to_owned(),

@@ -208,8 +208,8 @@ fn idle(args: &[String]) -> Result<(), String> {
 /// that keeps the host's place in the grouping patches its clusters and evaluates
 /// just those; the full regroup and evaluation is printed for comparison.
 fn evaluator(args: &[String]) -> Result<(), String> {
+    use vrrp_monitor::clusters::confirm::Evaluator;
     use vrrp_monitor::clusters::{group, patch, HostView};
-    use vrrp_monitor::evaluator::Evaluator;
     let clusters = number(args, "--clusters", 1000)?;
     let readings = number(args, "--readings", 2000)?;
     let start = chrono::Utc::now();

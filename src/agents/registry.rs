@@ -1,6 +1,6 @@
 //! Connected agents: one current connection per client id.
 
-use super::{Outbox, ToSocket};
+use crate::live::{Outbox, ToSocket};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -5,6 +5,8 @@
 //! (its id is the key); seen state is per user. [`LevelPolicy`] is the hook where
 //! the `activity_level_overrides` setting will change or drop kinds.
 
+pub mod messages;
+
 use crate::clock::iso;
 use crate::db::{Db, DbError};
 use chrono::{DateTime, Utc};

@@ -8,12 +8,12 @@
 //! updates its host's members, and only the clusters it touches are evaluated. Nothing here answers to the reading or connection that triggered
 //! it: an error is logged and the next message is evaluated afresh.
 
+use crate::agents::clients::{self, ClientRecord};
 use crate::app::App;
-use crate::clients::{self, ClientRecord};
 use crate::clock::iso;
+use crate::clusters::confirm::{Confirmed, Evaluator};
 use crate::clusters::{group, patch_member, rejudge, signature, Cluster, HostView};
 use crate::db::DbError;
-use crate::evaluator::{Confirmed, Evaluator};
 use crate::lifecycle::{contain_panics, Shutdown};
 use crate::live::{envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};

@@ -1,7 +1,7 @@
 //! Agents as the server knows them: the stored client records and their rules.
 //!
 //! Live status (online, capabilities) is not stored: it comes from the
-//! [`AgentRegistry`](crate::live::AgentRegistry) when a record is shown.
+//! [`AgentRegistry`](crate::agents::AgentRegistry) when a record is shown.
 
 use crate::clock::sql_timestamp;
 use crate::db::{Db, DbError};

@@ -31,7 +31,11 @@ impl HostView {
     /// A client as grouping sees it, from its record and its last reading (as the
     /// API shows it): the reading's instances while keepalived is readable, else
     /// the last-known ones.
-    pub fn new(client: &crate::clients::ClientRecord, reading: &Value, online: bool) -> HostView {
+    pub fn new(
+        client: &crate::agents::clients::ClientRecord,
+        reading: &Value,
+        online: bool,
+    ) -> HostView {
         let readable = reading["running"] == true && reading["error"].is_null();
         let source = if readable {
             "instances"

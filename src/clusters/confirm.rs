@@ -10,8 +10,8 @@
 
 use crate::activity::Event;
 use crate::clock::iso;
+use crate::clusters::observe::{observe, Finding, IncidentHealth, Observed, Roles};
 use crate::clusters::{Cluster, Member};
-use crate::evaluation::{observe, Finding, IncidentHealth, Observed, Roles};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -1,0 +1,19 @@
+//! Clusters: VRRP instances of different hosts that back each other up, what can
+//! be said of them now, and the confirmed changes (events, incidents) they go
+//! through. Run by the `cluster-eval` thread ([`thread`]).
+//!
+//! - [`group`]: forming clusters from the hosts' readings, and the dashboard's
+//!   health of each (pure).
+//! - [`observe`]: what one cluster shows at one moment: roles, incident health,
+//!   findings (pure).
+//! - [`confirm`]: the confirmation state machine that turns observations into
+//!   confirmed changes and their events (pure, on a driven clock).
+//! - [`thread`]: the `cluster-eval` thread that feeds them and carries out what
+//!   they return (records events, asks agents for readings, persists states).
+
+pub mod confirm;
+pub mod group;
+pub mod observe;
+pub mod thread;
+
+pub use group::*;
