@@ -4,21 +4,25 @@
 //! administrator, listen, serve until a signal. [`run`] is the part tests can
 //! drive in-process with their own listener, clock and shutdown switch.
 
-use crate::activity::{self, Event, LevelPolicy};
+use crate::activity::{ActivitySink, Event};
 use crate::agents::clients;
+use crate::agents::feed::{self, ClientsChanged};
+use crate::agents::readings::Latest;
 use crate::agents::AgentRegistry;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
 use crate::auth::users::{self, Bootstrap};
 use crate::clock::{iso, SharedClock, SystemClock};
 use crate::clusters;
+use crate::clusters::thread::EvalMsg;
 use crate::config::settings::Settings;
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
 use crate::db::DbError;
 use crate::lifecycle::{self, Shutdown};
-use crate::live::{envelope, Hub};
+use crate::live::Hub;
 use crate::schedulers::{self, Scheduler};
+use crate::webhooks::delivery::Dispatcher;
 use crate::{fatal, http, logging};
 use parking_lot::Mutex;
 use std::net::TcpListener;
@@ -26,39 +30,37 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Changes of the client list within this window go out as one CLIENTS_UPDATE.
-pub const CLIENTS_COALESCE: Duration = Duration::from_millis(100);
-
 /// Open connections get this long to finish after a stop signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// What every request handler shares. Built once at start.
 /// How long a cluster list request waits for the `cluster-eval` thread.
-pub const LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+pub const LIST_WAIT: Duration = Duration::from_secs(2);
 
+/// What every request handler shares. Built once at start; only the HTTP layer
+/// and start-up see it. Long-lived threads get the few handles they use.
 pub struct App {
     pub config: ServerConfig,
-    pub db: Db,
+    pub db: Arc<Db>,
     pub clock: SharedClock,
     pub sessions: SessionKeys,
     pub login_limiter: RateLimiter,
     /// The port we listen on: how an upgraded connection's socket is found.
     pub port: u16,
-    pub hub: Hub,
-    pub agents: AgentRegistry,
+    pub hub: Arc<Hub>,
+    pub agents: Arc<AgentRegistry>,
     /// Every client's last reading, mirrored from the database.
-    pub readings: crate::agents::readings::Latest,
+    pub readings: Arc<Latest>,
     /// The settings block, live: retention, intervals, level overrides.
-    pub settings: Settings,
-    pub token_cleanup: Scheduler,
-    pub notification_cleanup: Scheduler,
+    pub settings: Arc<Settings>,
+    /// The one way into the activity list.
+    pub activity: ActivitySink,
+    pub token_cleanup: Arc<Scheduler>,
+    pub notification_cleanup: Arc<Scheduler>,
     /// One writer of the config file at a time.
     pub config_file: Mutex<()>,
-    clients_changed: crossbeam_channel::Sender<()>,
-    /// The webhook threads.
-    pub webhooks: crate::webhooks::delivery::Dispatcher,
+    clients_changed: ClientsChanged,
     /// To the `cluster-eval` thread.
-    evaluate: crossbeam_channel::Sender<crate::clusters::thread::EvalMsg>,
+    evaluate: crossbeam_channel::Sender<EvalMsg>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     initial_password: Mutex<Option<(i64, PathBuf)>>,
@@ -67,12 +69,7 @@ pub struct App {
 impl App {
     /// Every client with its live status, as the API shows them.
     pub fn client_list(&self) -> Result<serde_json::Value, DbError> {
-        let list = clients::list(&self.db)?;
-        Ok(serde_json::Value::Array(
-            list.iter()
-                .map(|c| c.to_json(self.agents.capabilities(&c.id).as_deref()))
-                .collect(),
-        ))
+        feed::client_list(&self.db, &self.agents)
     }
 
     /// `GET /api/v1/keepalived/clusters` as JSON: from the `cluster-eval` thread,
@@ -81,11 +78,7 @@ impl App {
     /// [`LIST_WAIT`], the list is built here from the stored readings.
     pub fn cluster_list_json(&self) -> Result<Vec<u8>, DbError> {
         let (reply, answer) = crossbeam_channel::bounded(1);
-        if self
-            .evaluate
-            .send(crate::clusters::thread::EvalMsg::List(reply))
-            .is_ok()
-        {
+        if self.evaluate.send(EvalMsg::List(reply)).is_ok() {
             match answer.recv_timeout(LIST_WAIT) {
                 Ok(body) => return Ok(body),
                 Err(_) => log::warn!(
@@ -116,46 +109,18 @@ impl App {
     }
 
     /// Tells the cluster evaluator something changed; never blocks.
-    pub fn tell_evaluator(&self, msg: crate::clusters::thread::EvalMsg) {
+    pub fn tell_evaluator(&self, msg: EvalMsg) {
         let _ = self.evaluate.send(msg);
     }
 
-    /// Tells every dashboard the client list changed.
-    ///
-    /// The list is built by the `clients-feed` thread, at most once per
-    /// [`CLIENTS_COALESCE`]: a thousand agents connecting at once cost one list
-    /// per window, not a thousand lists of a thousand clients each.
+    /// Tells every dashboard the client list changed (see [`feed`]).
     pub fn broadcast_clients(&self) {
-        let _ = self.clients_changed.try_send(());
+        self.clients_changed.notify();
     }
 
-    /// Stores events whose ids are new (after the level policy), and passes the
-    /// newly stored on to dashboards. False only when storing failed.
+    /// Stores events whose ids are new and passes them on (see [`ActivitySink`]).
     pub fn record_activity(&self, events: Vec<Event>) -> bool {
-        let kept: Vec<Event> = events
-            .into_iter()
-            .filter_map(|mut e| {
-                e.level = self.settings.level_for(&e.kind, e.level)?;
-                Some(e)
-            })
-            .collect();
-        match activity::insert_new(&self.db, kept) {
-            Ok(stored) => {
-                if !stored.is_empty() {
-                    let records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
-                    self.hub.broadcast(envelope(
-                        "ACTIVITY_APPENDED",
-                        serde_json::Value::Array(records),
-                    ));
-                    self.webhooks.offer(&stored);
-                }
-                true
-            }
-            Err(e) => {
-                log::error!("Cannot store activity: {e}");
-                false
-            }
-        }
+        self.activity.record(events)
     }
 
     pub fn first_admin_id(&self) -> i64 {
@@ -272,68 +237,101 @@ pub fn run(
     let (db, _writer) = Db::open(&db_path, &iso(clock.now()))
         .map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
 
+    let db = Arc::new(db);
     let initial_password = bootstrap_admin(&config, &db, &clock)?;
     let local = listener
         .local_addr()
         .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
-    let (clients_changed, clients_feed) = crossbeam_channel::bounded(1);
+    let hub = Arc::new(Hub::default());
+    let agents = Arc::new(AgentRegistry::default());
+    let readings = Arc::new(
+        Latest::load(&db)
+            .map_err(|e| FatalError(format!("Cannot read the stored readings: {e}")))?,
+    );
+    let settings = Arc::new(
+        Settings::new(config.settings.clone())
+            .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
+    );
+    let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone()));
+    let activity = ActivitySink::new(db.clone(), settings.clone(), hub.clone(), webhooks);
+
+    let clients_changed = feed::spawn(
+        feed::Handles {
+            db: db.clone(),
+            agents: agents.clone(),
+            hub: hub.clone(),
+        },
+        shutdown.clone(),
+    )
+    .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
     let (evaluate, eval_inbox) = crossbeam_channel::unbounded();
+    clusters::thread::spawn(
+        clusters::thread::Handles {
+            db: db.clone(),
+            clock: clock.clone(),
+            agents: agents.clone(),
+            readings: readings.clone(),
+            activity: activity.clone(),
+        },
+        eval_inbox,
+        shutdown.clone(),
+    )
+    .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
+    let scheduler_handles = schedulers::Handles {
+        db: db.clone(),
+        clock: clock.clone(),
+        hub: hub.clone(),
+        activity: activity.clone(),
+        settings: settings.clone(),
+    };
+    let token_cleanup = Arc::new(Scheduler::new(
+        "token-cleanup",
+        "token_cleanup_interval_hours",
+        Box::new(|h, now| {
+            schedulers::clean_tokens(&h.db, h.settings.number("token_retention_days", 30), now)
+        }),
+        scheduler_handles.clone(),
+    ));
+    let notification_cleanup = Arc::new(Scheduler::new(
+        "notification-cleanup",
+        "notification_cleanup_interval_hours",
+        Box::new(|h, now| {
+            let days = h.settings.number("notification_retention_days", 90);
+            let keep = h.settings.number("notification_retention_count", 500);
+            schedulers::clean_activity(&h.db, days, keep, now)
+        }),
+        scheduler_handles,
+    ));
+    for scheduler in [&token_cleanup, &notification_cleanup] {
+        scheduler.load().map_err(|e| {
+            FatalError(format!("Cannot read the status of {}: {e}", scheduler.name))
+        })?;
+        let (scheduler, stop) = (scheduler.clone(), shutdown.clone());
+        std::thread::Builder::new()
+            .name(format!("sched:{}", scheduler.name))
+            .spawn(move || scheduler.run_timer(&stop))
+            .map_err(|e| FatalError(format!("Cannot start a scheduler thread: {e}")))?;
+    }
+
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
         port: local.port(),
-        hub: Hub::default(),
-        agents: AgentRegistry::default(),
-        readings: crate::agents::readings::Latest::load(&db)
-            .map_err(|e| FatalError(format!("Cannot read the stored readings: {e}")))?,
-        settings: Settings::new(config.settings.clone())
-            .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
-        token_cleanup: Scheduler::new(
-            "token-cleanup",
-            "token_cleanup_interval_hours",
-            Box::new(|app, now| {
-                schedulers::clean_tokens(
-                    &app.db,
-                    app.settings.number("token_retention_days", 30),
-                    now,
-                )
-            }),
-        ),
-        notification_cleanup: Scheduler::new(
-            "notification-cleanup",
-            "notification_cleanup_interval_hours",
-            Box::new(|app, now| {
-                let days = app.settings.number("notification_retention_days", 90);
-                let keep = app.settings.number("notification_retention_count", 500);
-                schedulers::clean_activity(&app.db, days, keep, now)
-            }),
-        ),
+        hub,
+        agents,
+        readings,
+        settings,
+        activity,
+        token_cleanup,
+        notification_cleanup,
         config_file: Mutex::new(()),
         clients_changed,
         evaluate,
-        webhooks: Default::default(),
         initial_password: Mutex::new(initial_password),
         config,
         db,
         clock,
     });
-
-    spawn_clients_feed(app.clone(), clients_feed, shutdown.clone())
-        .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
-    app.webhooks.attach(&app);
-    crate::clusters::thread::spawn(app.clone(), eval_inbox, shutdown.clone())
-        .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
-    for which in [Which::Tokens, Which::Notifications] {
-        let scheduler = which.of(&app);
-        scheduler.load(&app.db).map_err(|e| {
-            FatalError(format!("Cannot read the status of {}: {e}", scheduler.name))
-        })?;
-        let (app, stop) = (app.clone(), shutdown.clone());
-        std::thread::Builder::new()
-            .name(format!("sched:{}", scheduler.name))
-            .spawn(move || which.of(&app).run_timer(&app, &stop))
-            .map_err(|e| FatalError(format!("Cannot start a scheduler thread: {e}")))?;
-    }
     let server = http::start(app.clone(), listener, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the HTTP server: {e}")))?;
     log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());
@@ -343,48 +341,6 @@ pub fn run(
         log::warn!("Open connections did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
     }
     log::info!("Stopped");
-    Ok(())
-}
-
-/// Names one of the two schedulers (a thread cannot borrow from the `Arc<App>` it owns).
-#[derive(Clone, Copy)]
-pub enum Which {
-    Tokens,
-    Notifications,
-}
-
-impl Which {
-    pub fn of(self, app: &App) -> &Scheduler {
-        match self {
-            Which::Tokens => &app.token_cleanup,
-            Which::Notifications => &app.notification_cleanup,
-        }
-    }
-}
-
-/// The `clients-feed` thread: sends the client list to dashboards when it changed,
-/// coalescing the changes of one window into one list that replaces any list a
-/// slow dashboard has not taken yet.
-fn spawn_clients_feed(
-    app: Arc<App>,
-    changed: crossbeam_channel::Receiver<()>,
-    shutdown: Shutdown,
-) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name("clients-feed".into())
-        .spawn(move || {
-            while !shutdown.is_set() {
-                if changed.recv_timeout(Duration::from_millis(500)).is_err() {
-                    continue;
-                }
-                std::thread::sleep(CLIENTS_COALESCE);
-                let _ = changed.try_recv();
-                match app.client_list() {
-                    Ok(list) => app.hub.broadcast_latest(envelope("CLIENTS_UPDATE", list)),
-                    Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
-                }
-            }
-        })?;
     Ok(())
 }
 

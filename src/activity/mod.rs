@@ -6,6 +6,9 @@
 //! the `activity_level_overrides` setting will change or drop kinds.
 
 pub mod messages;
+pub mod sink;
+
+pub use sink::ActivitySink;
 
 use crate::clock::iso;
 use crate::db::{Db, DbError};

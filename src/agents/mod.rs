@@ -6,6 +6,7 @@
 //! session decides lives here, so that both connection directions share it.
 
 pub mod clients;
+pub mod feed;
 pub mod readings;
 pub mod registration;
 pub mod registry;

@@ -8,12 +8,15 @@
 //! updates its host's members, and only the clusters it touches are evaluated. Nothing here answers to the reading or connection that triggered
 //! it: an error is logged and the next message is evaluated afresh.
 
+use crate::activity::ActivitySink;
 use crate::agents::clients::{self, ClientRecord};
-use crate::app::App;
+use crate::agents::readings::Latest;
+use crate::agents::AgentRegistry;
 use crate::clock::iso;
+use crate::clock::SharedClock;
 use crate::clusters::confirm::{Confirmed, Evaluator};
 use crate::clusters::{group, patch_member, rejudge, signature, Cluster, HostView};
-use crate::db::DbError;
+use crate::db::{Db, DbError};
 use crate::lifecycle::{contain_panics, Shutdown};
 use crate::live::{envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};
@@ -47,8 +50,20 @@ pub enum EvalMsg {
     List(crossbeam_channel::Sender<Vec<u8>>),
 }
 
+/// What the `cluster-eval` thread uses, handed to it at start: not the whole `App`.
+pub struct Handles {
+    pub db: Arc<Db>,
+    pub clock: SharedClock,
+    /// Who is online, and where REQUEST_STATE_UPDATE goes.
+    pub agents: Arc<AgentRegistry>,
+    /// The stored readings, read once at start.
+    pub readings: Arc<Latest>,
+    /// Where the events of confirmed changes go.
+    pub activity: ActivitySink,
+}
+
 struct Runner {
-    app: Arc<App>,
+    handles: Handles,
     records: HashMap<String, ClientRecord>,
     readings: HashMap<String, Arc<Value>>,
     evaluator: Evaluator,
@@ -72,11 +87,15 @@ struct Runner {
     unrecorded: Vec<crate::activity::Event>,
 }
 
-pub fn spawn(app: Arc<App>, inbox: Receiver<EvalMsg>, shutdown: Shutdown) -> std::io::Result<()> {
+pub fn spawn(
+    handles: Handles,
+    inbox: Receiver<EvalMsg>,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("cluster-eval".into())
         .spawn(move || {
-            let mut runner = match Runner::load(app) {
+            let mut runner = match Runner::load(handles) {
                 Ok(r) => r,
                 Err(e) => {
                     crate::fatal!("The cluster evaluator cannot read its state: {e}");
@@ -89,18 +108,18 @@ pub fn spawn(app: Arc<App>, inbox: Receiver<EvalMsg>, shutdown: Shutdown) -> std
 }
 
 impl Runner {
-    fn load(app: Arc<App>) -> Result<Runner, DbError> {
-        let records: HashMap<String, ClientRecord> = clients::list(&app.db)?
+    fn load(handles: Handles) -> Result<Runner, DbError> {
+        let records: HashMap<String, ClientRecord> = clients::list(&handles.db)?
             .into_iter()
             .map(|c| (c.id.clone(), c))
             .collect();
-        let readings: HashMap<String, Arc<Value>> = app
+        let readings: HashMap<String, Arc<Value>> = handles
             .readings
             .list()
             .into_iter()
             .filter_map(|r| Some((r.get("clientId")?.as_str()?.to_owned(), r)))
             .collect();
-        let states: Vec<(String, String)> = app.db.read(|c| {
+        let states: Vec<(String, String)> = handles.db.read(|c| {
             let mut stmt = c.prepare("SELECT key, state FROM cluster_states")?;
             let rows = stmt
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -118,10 +137,10 @@ impl Runner {
         });
         let evaluator = Evaluator::restore(restored);
         let waiting: HashSet<String> = readings.keys().cloned().collect();
-        let until = app.clock.now() + Duration::seconds(STARTUP_GUARD_SECS);
+        let until = handles.clock.now() + Duration::seconds(STARTUP_GUARD_SECS);
         Ok(Runner {
             awaiting: (!waiting.is_empty()).then_some((until, waiting)),
-            app,
+            handles,
             records,
             readings,
             evaluator,
@@ -152,7 +171,7 @@ impl Runner {
             }
             EvalMsg::Connection(id) => {
                 self.dirty.insert(id.clone());
-                if self.app.agents.is_online(&id) {
+                if self.handles.agents.is_online(&id) {
                     if let Some((_, waiting)) = &mut self.awaiting {
                         waiting.remove(&id);
                     }
@@ -181,7 +200,7 @@ impl Runner {
     }
 
     fn refresh_record(&mut self, id: &str) {
-        match clients::get(&self.app.db, id) {
+        match clients::get(&self.handles.db, id) {
             Ok(Some(record)) => {
                 self.records.insert(id.to_owned(), record);
             }
@@ -196,7 +215,7 @@ impl Runner {
         Some(HostView::new(
             self.records.get(id)?,
             self.readings.get(id)?,
-            self.app.agents.is_online(id),
+            self.handles.agents.is_online(id),
         ))
     }
 
@@ -207,14 +226,14 @@ impl Runner {
                 Some(HostView::new(
                     self.records.get(id)?,
                     reading,
-                    self.app.agents.is_online(id),
+                    self.handles.agents.is_online(id),
                 ))
             })
             .collect()
     }
 
     fn run(&mut self, inbox: &Receiver<EvalMsg>, shutdown: &Shutdown) {
-        let clock = self.app.clock.clone();
+        let clock = self.handles.clock.clone();
         let mut wake_at: Option<DateTime<Utc>> = None;
         while !shutdown.is_set() {
             let now = clock.now();
@@ -324,9 +343,9 @@ impl Runner {
             log::error!("The cluster evaluation panicked; it is tried again with the next change");
             return None;
         };
-        let app = &self.app;
+        let handles = &self.handles;
         for id in &outcome.requests {
-            app.agents.send(
+            handles.agents.send(
                 id,
                 ToSocket::Text(envelope("REQUEST_STATE_UPDATE", json!({}))),
             );
@@ -336,7 +355,7 @@ impl Runner {
         // failing write delays a confirmed change but does not lose it.
         let mut events = std::mem::take(&mut self.unrecorded);
         events.extend(outcome.events);
-        let retry = !events.is_empty() && !app.record_activity(events.clone());
+        let retry = !events.is_empty() && !handles.activity.record(events.clone());
         if retry {
             if events.len() > MAX_UNRECORDED {
                 log::error!(
@@ -366,7 +385,7 @@ impl Runner {
             .collect();
         if !states.is_empty() {
             let at = iso(now);
-            let saved = app.db.write(move |c| {
+            let saved = handles.db.write(move |c| {
                 for (key, state) in &states {
                     match state {
                         Some(s) => c.execute(

@@ -40,8 +40,8 @@ pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult
     Ok(Resp::ok(&json!({ "success": true })))
 }
 
-fn run(app: &App, scheduler: &Scheduler) -> ApiResult {
-    match scheduler.run(Trigger::Manual, app) {
+fn run(scheduler: &Scheduler) -> ApiResult {
+    match scheduler.run(Trigger::Manual) {
         Ok(removed) => Ok(Resp::ok(&json!({ "success": true, "removed": removed }))),
         Err(e) => Err(ApiError::new(
             500,
@@ -51,11 +51,11 @@ fn run(app: &App, scheduler: &Scheduler) -> ApiResult {
 }
 
 pub fn clean_tokens(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    run(app, &app.token_cleanup)
+    run(&app.token_cleanup)
 }
 
 pub fn clean_notifications(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    run(app, &app.notification_cleanup)
+    run(&app.notification_cleanup)
 }
 
 pub fn status(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {

@@ -62,7 +62,7 @@ pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     use crate::webhooks::delivery;
     let spec = spec(req)?;
     let event = delivery::sample_for(&spec, app.clock.now());
-    let ctx = delivery::context(app, &event, &spec.name);
+    let ctx = delivery::context(&app.db, &event, &spec.name);
     let rendered = delivery::render(&spec, &ctx)
         .map_err(|e| ApiError::bad_request(format!("bodyTemplate: {e}")))?;
     let attempt = delivery::send(&spec, &rendered);

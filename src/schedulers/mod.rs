@@ -6,16 +6,21 @@
 //! through the same [`Scheduler::run`]. The last run is persisted: it is written
 //! as `running` when it starts, so one cut short by a stop reads as `interrupted`.
 
-use crate::activity::Event;
-use crate::app::App;
-use crate::clock::iso;
+pub mod cleanup;
+
+pub use cleanup::{clean_activity, clean_tokens, CLEANUP_BATCH};
+
+use crate::activity::{ActivitySink, Event};
+use crate::clock::{iso, SharedClock};
+use crate::config::settings::Settings;
 use crate::db::{Db, DbError};
-use crate::live::envelope;
+use crate::live::{envelope, Hub};
 use chrono::{DateTime, Duration, Utc};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rusqlite::{params, OptionalExtension};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// When the next scheduled run is due, `None` while the interval is 0: one interval
 /// after the last run started (at once if that is past), never more than one
@@ -81,13 +86,27 @@ struct State {
 
 /// The work of a scheduler: removes what is due and says how much. It reads the
 /// retention settings at run time, so a change applies to the next run.
-pub type Work = Box<dyn Fn(&App, DateTime<Utc>) -> Result<u64, String> + Send + Sync>;
+pub type Work = Box<dyn Fn(&Handles, DateTime<Utc>) -> Result<u64, String> + Send + Sync>;
+
+/// What a scheduler uses, handed to it at start: not the whole `App`.
+#[derive(Clone)]
+pub struct Handles {
+    pub db: Arc<Db>,
+    pub clock: SharedClock,
+    /// Dashboards, for SCHEDULER_STATUS_UPDATE.
+    pub hub: Arc<Hub>,
+    /// For `scheduler.failed`.
+    pub activity: ActivitySink,
+    /// Intervals and retention, read at each run.
+    pub settings: Arc<Settings>,
+}
 
 pub struct Scheduler {
     pub name: &'static str,
     /// The settings key of its interval in hours.
     pub interval_key: &'static str,
     work: Work,
+    handles: Handles,
     state: Mutex<State>,
     /// One run at a time: a manual run waits for a scheduled one and the other way round.
     run_lock: Mutex<()>,
@@ -96,12 +115,18 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub fn new(name: &'static str, interval_key: &'static str, work: Work) -> Scheduler {
+    pub fn new(
+        name: &'static str,
+        interval_key: &'static str,
+        work: Work,
+        handles: Handles,
+    ) -> Scheduler {
         let (wake_tx, wake_rx) = bounded(1);
         Scheduler {
             name,
             interval_key,
             work,
+            handles,
             state: Mutex::new(State::default()),
             run_lock: Mutex::new(()),
             wake_tx,
@@ -110,9 +135,9 @@ impl Scheduler {
     }
 
     /// Loads the last run; a run still marked running was cut short: interrupted.
-    pub fn load(&self, db: &Db) -> Result<(), DbError> {
+    pub fn load(&self) -> Result<(), DbError> {
         let name = self.name;
-        let last = db.write(move |c| {
+        let last = self.handles.db.write(move |c| {
             c.execute("UPDATE scheduler_runs SET status = 'interrupted', finished_at = NULL, removed = NULL WHERE scheduler = ?1 AND status = 'running'", [name])?;
             Ok::<_, DbError>(
                 c.query_row(
@@ -155,16 +180,16 @@ impl Scheduler {
 
     /// Tells the dashboards this scheduler's status (a run started or ended, a
     /// timer was set).
-    fn announce(&self, app: &App) {
-        app.hub.broadcast(envelope(
+    fn announce(&self) {
+        self.handles.hub.broadcast(envelope(
             "SCHEDULER_STATUS_UPDATE",
             json!({ "scheduler": self.name, "status": self.status() }),
         ));
     }
 
     /// Runs the work now.
-    pub fn run(&self, trigger: Trigger, app: &App) -> Result<u64, String> {
-        let (db, clock) = (&app.db, &app.clock);
+    pub fn run(&self, trigger: Trigger) -> Result<u64, String> {
+        let (db, clock) = (&self.handles.db, &self.handles.clock);
         let _one = self.run_lock.lock();
         let started = clock.now();
         let (name, trig, at) = (self.name, trigger.as_str(), iso(started));
@@ -180,8 +205,8 @@ impl Scheduler {
             log::error!("Cannot record the start of a {} run: {e}", self.name);
         }
         self.state.lock().running = true;
-        self.announce(app);
-        let outcome = (self.work)(app, started);
+        self.announce();
+        let outcome = (self.work)(&self.handles, started);
         let finished = iso(clock.now());
         let last = match &outcome {
             Ok(removed) => LastRun {
@@ -222,7 +247,7 @@ impl Scheduler {
             Err(e) => {
                 log::error!("{} ({}) failed: {e}", self.name, trig);
                 let data = json!({ "scheduler": self.name, "trigger": trig, "error": e });
-                app.record_activity(vec![Event::server(
+                self.handles.activity.record(vec![Event::server(
                     "scheduler.failed",
                     vrrp_protocol::ActivityLevel::Error,
                     None,
@@ -231,20 +256,21 @@ impl Scheduler {
                 )]);
             }
         }
-        self.announce(app);
+        self.announce();
         self.wake();
         outcome
     }
 
     /// The timer loop of the `sched:<name>` thread.
-    pub fn run_timer(&self, app: &App, stop: &crate::lifecycle::Shutdown) {
-        let clock = &app.clock;
+    pub fn run_timer(&self, stop: &crate::lifecycle::Shutdown) {
+        let clock = &self.handles.clock;
         while !stop.is_set() {
             let now = clock.now();
-            let interval = Duration::hours(app.settings.number(self.interval_key, 24) as i64);
+            let interval =
+                Duration::hours(self.handles.settings.number(self.interval_key, 24) as i64);
             let due = next_run(self.last_started(), interval, now);
             self.state.lock().next_run = due;
-            self.announce(app);
+            self.announce();
             // Waits in steps of at most a second of real time, looking at the clock
             // each time: long delays are waited out in steps, and a driven clock is
             // noticed.
@@ -260,7 +286,7 @@ impl Scheduler {
                     break;
                 }
                 if due.is_some_and(|d| clock.now() >= d) {
-                    let _ = self.run(Trigger::Schedule, app);
+                    let _ = self.run(Trigger::Schedule);
                     // `run` wakes the timer; take that wake-up so the loop re-arms once.
                     let _ = self.wake_rx.try_recv();
                     break;
@@ -268,84 +294,6 @@ impl Scheduler {
             }
         }
     }
-}
-
-/// Removes registration tokens used or expired longer than `days` ago (0: all of them).
-pub fn clean_tokens(db: &Db, days: u64, now: DateTime<Utc>) -> Result<u64, String> {
-    // A token turned invalid when it was used, or else when it expired.
-    let cutoff = iso(now - Duration::days(days as i64));
-    db.write(move |c| {
-        let n = c.execute(
-            "DELETE FROM registration_tokens WHERE COALESCE(used_at, expires_at) <= ?1",
-            params![cutoff],
-        )?;
-        Ok::<_, DbError>(n as u64)
-    })
-    .map_err(|e| e.to_string())
-}
-
-/// Activity rows removed per writer job: small enough that ingest waits little
-/// (measured with 1,000,000 events: 2,000 per job stalled ingest up to 222 ms,
-/// 500 up to 83 ms, at about the same total time).
-pub const CLEANUP_BATCH: i64 = 500;
-
-/// Removes activity older than `days` (by occurredAt; 0 means 90) while keeping the
-/// `keep` newest, in batches through the writer so ingest never waits long.
-pub fn clean_activity(db: &Db, days: u64, keep: u64, now: DateTime<Utc>) -> Result<u64, String> {
-    let days = if days == 0 { 90 } else { days };
-    let cutoff = iso(now - Duration::days(days as i64));
-    // The newest `keep` stay whatever their age: find where they end once.
-    let keep = keep as i64;
-    let boundary: Option<(String, String, String)> = db
-        .read(|c| {
-            Ok::<_, DbError>(
-                c.query_row(
-                    "SELECT occurred_at, received_at, id FROM activity ORDER BY occurred_at DESC, received_at DESC, id DESC LIMIT 1 OFFSET ?1",
-                    [keep.max(1) - 1],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )
-                .optional()?,
-            )
-        })
-        .map_err(|e| e.to_string())?;
-    // Everything strictly older than both the cutoff and the oldest kept event can
-    // go: an index range, deleted oldest first in batches. Events sharing the
-    // boundary's timestamp but ordered before it go in one last small statement.
-    let limit = match (&boundary, keep) {
-        (None, k) if k > 0 => return Ok(0),
-        (Some((occurred, _, _)), k) if k > 0 => occurred.clone().min(cutoff.clone()),
-        _ => cutoff.clone(),
-    };
-    let mut removed = 0u64;
-    loop {
-        let limit = limit.clone();
-        let n = db
-            .write(move |c| {
-                let n = c.execute(
-                    "DELETE FROM activity WHERE rowid IN (
-                         SELECT rowid FROM activity WHERE occurred_at < ?1 ORDER BY occurred_at LIMIT ?2)",
-                    params![limit, CLEANUP_BATCH],
-                )?;
-                Ok::<_, DbError>(n as u64)
-            })
-            .map_err(|e| e.to_string())?;
-        removed += n;
-        if n < CLEANUP_BATCH as u64 {
-            break;
-        }
-    }
-    if let Some((occurred, received, id)) = boundary.filter(|b| keep > 0 && b.0 < cutoff) {
-        removed += db
-            .write(move |c| {
-                let n = c.execute(
-                    "DELETE FROM activity WHERE occurred_at = ?1 AND (received_at, id) < (?2, ?3)",
-                    params![occurred, received, id],
-                )?;
-                Ok::<_, DbError>(n as u64)
-            })
-            .map_err(|e| e.to_string())?;
-    }
-    Ok(removed)
 }
 
 #[cfg(test)]

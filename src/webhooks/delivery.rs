@@ -12,15 +12,15 @@ use super::store::{self, Webhook};
 use super::template::{compile, compile_text};
 use crate::activity::messages::compose;
 use crate::activity::Event;
-use crate::app::App;
-use crate::clock::iso;
+use crate::clock::{iso, SharedClock};
+use crate::db::Db;
 use chrono::Duration;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use parking_lot::Mutex;
 use rusqlite::params;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 /// Deliveries waiting per webhook before new events are dropped for it.
 pub const QUEUE: usize = 100;
@@ -51,10 +51,10 @@ impl Attempt {
 }
 
 /// The context a template reads: `event` (with message and detail), `client`, `webhook`.
-pub fn context(app: &App, event: &Value, webhook_name: &str) -> Value {
+pub fn context(db: &Db, event: &Value, webhook_name: &str) -> Value {
     let client = event["clientId"]
         .as_str()
-        .and_then(|id| crate::agents::clients::get(&app.db, id).ok().flatten())
+        .and_then(|id| crate::agents::clients::get(db, id).ok().flatten())
         .map(|c| ClientView {
             id: c.id.clone(),
             name: c.name().to_owned(),
@@ -166,24 +166,31 @@ pub fn send(hook: &store::WebhookSpec, rendered: &Rendered) -> Attempt {
     }
 }
 
+/// What a webhook thread uses: the database (definitions, outcomes) and the
+/// server's clock (retry times).
+#[derive(Clone)]
+struct Handles {
+    db: Arc<Db>,
+    clock: SharedClock,
+}
+
 /// The webhook threads, one per webhook that had something to deliver.
-#[derive(Default)]
 pub struct Dispatcher {
-    app: Mutex<Weak<App>>,
+    handles: Handles,
     queues: Mutex<HashMap<String, Sender<Value>>>,
 }
 
 impl Dispatcher {
-    pub fn attach(&self, app: &Arc<App>) {
-        *self.app.lock() = Arc::downgrade(app);
+    pub fn new(db: Arc<Db>, clock: SharedClock) -> Dispatcher {
+        Dispatcher {
+            handles: Handles { db, clock },
+            queues: Mutex::new(HashMap::new()),
+        }
     }
 
     /// Offers newly stored events to every webhook that wants them.
     pub fn offer(&self, events: &[Event]) {
-        let Some(app) = self.app.lock().upgrade() else {
-            return;
-        };
-        let hooks = match store::list(&app.db) {
+        let hooks = match store::list(&self.handles.db) {
             Ok(h) => h,
             Err(e) => {
                 log::error!("Cannot read the webhooks: {e}");
@@ -195,7 +202,7 @@ impl Dispatcher {
                 .iter()
                 .filter(|e| hook.spec.wants(&e.kind, e.level.as_str()))
             {
-                let tx = self.queue_of(&app, hook);
+                let tx = self.queue_of(hook);
                 match tx.try_send(event.to_json(false)) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
@@ -209,23 +216,23 @@ impl Dispatcher {
         }
     }
 
-    fn queue_of(&self, app: &Arc<App>, hook: &Webhook) -> Sender<Value> {
+    fn queue_of(&self, hook: &Webhook) -> Sender<Value> {
         let mut queues = self.queues.lock();
         if let Some(tx) = queues.get(&hook.id) {
             return tx.clone();
         }
         let (tx, rx) = bounded::<Value>(QUEUE);
-        let (app, id, name) = (app.clone(), hook.id.clone(), hook.spec.name.clone());
+        let (handles, id) = (self.handles.clone(), hook.id.clone());
         let spawned = std::thread::Builder::new()
-            .name(format!("webhook:{name}"))
+            .name(format!("webhook:{}", hook.spec.name))
             .spawn(move || {
                 for event in rx {
                     // The configuration is read per delivery: it may have changed; a
                     // deleted webhook ends its thread.
-                    let Ok(Some(hook)) = store::get(&app.db, &id) else {
+                    let Ok(Some(hook)) = store::get(&handles.db, &id) else {
                         return;
                     };
-                    crate::lifecycle::contain_panics(|| deliver(&app, &hook, &event));
+                    crate::lifecycle::contain_panics(|| deliver(&handles, &hook, &event));
                 }
             });
         if let Err(e) = spawned {
@@ -240,13 +247,13 @@ impl Dispatcher {
 }
 
 /// Delivers one event, with the retries, and records the outcome.
-fn deliver(app: &App, hook: &Webhook, event: &Value) {
-    let ctx = context(app, event, &hook.spec.name);
+fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
+    let ctx = context(&h.db, event, &hook.spec.name);
     let rendered = match render(&hook.spec, &ctx) {
         Ok(r) => r,
         Err(e) => {
             record(
-                app,
+                h,
                 &hook.id,
                 &Attempt {
                     status: None,
@@ -259,14 +266,14 @@ fn deliver(app: &App, hook: &Webhook, event: &Value) {
     };
     // The schedule is fixed from the first attempt (retries at +1 s and +1+5 s),
     // so how long an attempt took does not shift the next.
-    let mut due = app.clock.now();
+    let mut due = h.clock.now();
     let mut attempt = send(&hook.spec, &rendered);
     for wait in RETRY_AFTER_SECS {
         if attempt.ok() || !attempt.retryable() {
             break;
         }
         due += Duration::seconds(wait);
-        while app.clock.now() < due {
+        while h.clock.now() < due {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         attempt = send(&hook.spec, &rendered);
@@ -279,17 +286,17 @@ fn deliver(app: &App, hook: &Webhook, event: &Value) {
             attempt.error.as_deref().unwrap_or("?")
         );
     }
-    record(app, &hook.id, &attempt);
+    record(h, &hook.id, &attempt);
 }
 
-fn record(app: &App, id: &str, attempt: &Attempt) {
+fn record(h: &Handles, id: &str, attempt: &Attempt) {
     let (id, status, error, at) = (
         id.to_owned(),
         attempt.status.map(i64::from),
         attempt.error.clone(),
-        iso(app.clock.now()),
+        iso(h.clock.now()),
     );
-    let saved = app.db.write(move |c| {
+    let saved = h.db.write(move |c| {
         c.execute("UPDATE webhooks SET last_status = ?2, last_error = ?3, last_attempt_at = ?4 WHERE id = ?1", params![id, status, error, at])?;
         Ok::<_, crate::db::DbError>(())
     });

@@ -1,0 +1,67 @@
+//! The one way an event enters the activity list: [`ActivitySink::record`].
+//!
+//! The sink applies the level policy (the `activity_level_overrides` setting),
+//! stores the events whose ids are new, and hands exactly those on: to the
+//! dashboards (ACTIVITY_APPENDED) and to the webhooks. Every thread that records
+//! events (agent sessions, the `cluster-eval` thread, the schedulers, the HTTP
+//! routes) holds a clone of it, not the whole `App`.
+
+use super::{insert_new, Event, LevelPolicy};
+use crate::db::Db;
+use crate::live::{envelope, Hub};
+use crate::webhooks::delivery::Dispatcher;
+use std::sync::Arc;
+
+/// Cheap to clone: a handle on shared parts.
+#[derive(Clone)]
+pub struct ActivitySink {
+    db: Arc<Db>,
+    policy: Arc<dyn LevelPolicy>,
+    hub: Arc<Hub>,
+    webhooks: Arc<Dispatcher>,
+}
+
+impl ActivitySink {
+    pub fn new(
+        db: Arc<Db>,
+        policy: Arc<dyn LevelPolicy>,
+        hub: Arc<Hub>,
+        webhooks: Arc<Dispatcher>,
+    ) -> ActivitySink {
+        ActivitySink {
+            db,
+            policy,
+            hub,
+            webhooks,
+        }
+    }
+
+    /// Stores events whose ids are new (after the level policy), and passes the
+    /// newly stored on to dashboards and webhooks. False only when storing failed.
+    pub fn record(&self, events: Vec<Event>) -> bool {
+        let kept: Vec<Event> = events
+            .into_iter()
+            .filter_map(|mut e| {
+                e.level = self.policy.level_for(&e.kind, e.level)?;
+                Some(e)
+            })
+            .collect();
+        match insert_new(&self.db, kept) {
+            Ok(stored) => {
+                if !stored.is_empty() {
+                    let records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
+                    self.hub.broadcast(envelope(
+                        "ACTIVITY_APPENDED",
+                        serde_json::Value::Array(records),
+                    ));
+                    self.webhooks.offer(&stored);
+                }
+                true
+            }
+            Err(e) => {
+                log::error!("Cannot store activity: {e}");
+                false
+            }
+        }
+    }
+}

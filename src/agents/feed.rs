@@ -1,0 +1,69 @@
+//! The `clients-feed` thread: tells every dashboard the client list when it
+//! changed, at most once per [`CLIENTS_COALESCE`].
+//!
+//! A thousand agents connecting at once cost one list per window, not a thousand
+//! lists of a thousand clients each; a list a slow dashboard has not taken yet is
+//! replaced by the newer one.
+
+use super::{clients, AgentRegistry};
+use crate::db::{Db, DbError};
+use crate::lifecycle::Shutdown;
+use crate::live::{envelope, Hub};
+use crossbeam_channel::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Changes of the client list within this window go out as one CLIENTS_UPDATE.
+pub const CLIENTS_COALESCE: Duration = Duration::from_millis(100);
+
+/// Every client with its live status, as the API shows them.
+pub fn client_list(db: &Db, agents: &AgentRegistry) -> Result<serde_json::Value, DbError> {
+    let list = clients::list(db)?;
+    Ok(serde_json::Value::Array(
+        list.iter()
+            .map(|c| c.to_json(agents.capabilities(&c.id).as_deref()))
+            .collect(),
+    ))
+}
+
+/// What the `clients-feed` thread uses.
+pub struct Handles {
+    pub db: Arc<Db>,
+    pub agents: Arc<AgentRegistry>,
+    pub hub: Arc<Hub>,
+}
+
+/// Where changes are told: [`ClientsChanged::notify`] never blocks.
+#[derive(Clone)]
+pub struct ClientsChanged(Sender<()>);
+
+impl ClientsChanged {
+    pub fn notify(&self) {
+        let _ = self.0.try_send(());
+    }
+}
+
+/// Starts the `clients-feed` thread.
+pub fn spawn(handles: Handles, shutdown: Shutdown) -> std::io::Result<ClientsChanged> {
+    let (tx, changed) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("clients-feed".into())
+        .spawn(move || run(&handles, &changed, &shutdown))?;
+    Ok(ClientsChanged(tx))
+}
+
+fn run(handles: &Handles, changed: &Receiver<()>, shutdown: &Shutdown) {
+    while !shutdown.is_set() {
+        if changed.recv_timeout(Duration::from_millis(500)).is_err() {
+            continue;
+        }
+        std::thread::sleep(CLIENTS_COALESCE);
+        let _ = changed.try_recv();
+        match client_list(&handles.db, &handles.agents) {
+            Ok(list) => handles
+                .hub
+                .broadcast_latest(envelope("CLIENTS_UPDATE", list)),
+            Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
+        }
+    }
+}
