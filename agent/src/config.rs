@@ -553,6 +553,33 @@ pub fn without_legacy_identity(file_text: &str) -> Result<String, String> {
     serde_yaml_ng::to_string(&v).map_err(|e| e.to_string())
 }
 
+/// The agent mode, derived in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Unregistered,
+    Inbound,
+    Outbound,
+}
+
+impl Mode {
+    /// No identity: unregistered; identity and `serverUrl`: inbound; identity alone: outbound.
+    pub fn derive(has_identity: bool, has_server_url: bool) -> Mode {
+        match (has_identity, has_server_url) {
+            (false, _) => Mode::Unregistered,
+            (true, true) => Mode::Inbound,
+            (true, false) => Mode::Outbound,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Unregistered => "unregistered",
+            Mode::Inbound => "inbound",
+            Mode::Outbound => "outbound",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

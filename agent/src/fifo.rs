@@ -94,7 +94,7 @@ pub fn spawn(
     };
     let thread = thread::Builder::new()
         .name("fifo-watch".into())
-        .spawn(move || crate::lifecycle::guard("fifo-watch", || w.run()))?;
+        .spawn(move || crate::fatal::guard("fifo-watch", || w.run()))?;
     Ok(FifoHandle { stop, thread })
 }
 

@@ -9,6 +9,7 @@ pub mod config;
 pub mod connection;
 pub mod datadir;
 pub mod events;
+pub mod fatal;
 pub mod fifo;
 pub mod keepalived;
 pub mod lifecycle;

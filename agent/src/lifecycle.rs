@@ -1,23 +1,25 @@
-//! Start-up, shutdown and fatal errors.
+//! Start-up and shutdown of the agent: the one place that wires its threads.
 //!
 //! Order at start: configuration, data directory and identity, the local web server (and
 //! the setup PIN block once it listens), then readings, then the connection to the
-//! server. SIGINT and SIGTERM stop the web server, flush the queue and exit 0. A thread that dies of a panic
-//! is a fatal error: logged at fatal level, pending writes flushed, exit 1 after 250 ms.
+//! server. SIGINT and SIGTERM stop the web server, flush the queue and exit 0. The
+//! threads it starts get what they need as arguments and never import this module;
+//! a thread that dies of a panic is fatal (see [`crate::fatal`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
 
 use crate::clock::SystemClock;
-use crate::config::{self, Config};
+use crate::config::{self, Config, Mode};
 use crate::connection::{self, ConnState, ConnStatus};
 use crate::datadir::{DataDir, Identity, IdentityLoad};
+use crate::fatal::flush_on_fatal;
 use crate::logging;
-use crate::persist::{self, PersistHandle};
+use crate::persist;
 use crate::queue::{ActivityQueue, Queue};
 use crate::reader::{self, FifoState, KeepalivedStatus};
 use crate::register::RegShared;
@@ -34,58 +36,6 @@ pub fn hostname() -> String {
         .filter(|s| !s.is_empty())
         .or_else(|| nix::unistd::gethostname().ok()?.into_string().ok())
         .unwrap_or_else(|| "unknown".into())
-}
-
-/// The agent mode, derived in one place.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    Unregistered,
-    Inbound,
-    Outbound,
-}
-
-impl Mode {
-    /// No identity: unregistered; identity and `serverUrl`: inbound; identity alone: outbound.
-    pub fn derive(has_identity: bool, has_server_url: bool) -> Mode {
-        match (has_identity, has_server_url) {
-            (false, _) => Mode::Unregistered,
-            (true, true) => Mode::Inbound,
-            (true, false) => Mode::Outbound,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Unregistered => "unregistered",
-            Mode::Inbound => "inbound",
-            Mode::Outbound => "outbound",
-        }
-    }
-}
-
-/// Set once persistence runs, so a fatal error can flush pending writes.
-static PERSIST: OnceLock<PersistHandle> = OnceLock::new();
-
-/// Makes a fatal error flush what persistence has pending before the process exits.
-pub fn flush_on_fatal(persist: PersistHandle) {
-    let _ = PERSIST.set(persist);
-}
-
-/// Runs a thread body; a panic escaping it is fatal for the process.
-pub fn guard<F: FnOnce()>(name: &str, f: F) {
-    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).is_err() {
-        fatal(&format!("thread {name} failed"));
-    }
-}
-
-/// Logs at fatal level, flushes pending writes, exits 1 after 250 ms.
-pub fn fatal(msg: &str) -> ! {
-    log::error!(target: logging::FATAL, "{msg}; exiting");
-    if let Some(p) = PERSIST.get() {
-        p.flush(Duration::from_secs(2));
-    }
-    std::thread::sleep(Duration::from_millis(250));
-    std::process::exit(1);
 }
 
 fn env_map() -> HashMap<String, String> {

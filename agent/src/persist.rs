@@ -74,7 +74,7 @@ pub fn spawn(
     };
     let join = thread::Builder::new()
         .name("persist".into())
-        .spawn(move || crate::lifecycle::guard("persist", || writer.run(rx)))?;
+        .spawn(move || crate::fatal::guard("persist", || writer.run(rx)))?;
     Ok((handle, join))
 }
 

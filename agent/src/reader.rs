@@ -151,7 +151,7 @@ pub fn spawn_with(
 ) -> std::io::Result<ReaderHandle> {
     let thread = thread::Builder::new()
         .name("ka-reader".into())
-        .spawn(move || crate::lifecycle::guard("ka-reader", || reader.run(rx)))?;
+        .spawn(move || crate::fatal::guard("ka-reader", || reader.run(rx)))?;
     let trigger = Trigger { tx: tx.clone() };
     trigger.fire(TriggerSource::Start);
     Ok(ReaderHandle {

@@ -14,10 +14,10 @@ use serde_json::{json, Value};
 use tiny_http::{Header, Method, Request, Response, Server, StatusCode};
 use vrrp_protocol::VrrpState;
 
+use crate::config::Mode;
 use crate::config::{Config, Secret};
 use crate::connection::{self, ConnInbox, ConnMsg, SharedConn};
 use crate::datadir::DataDir;
-use crate::lifecycle::Mode;
 use crate::reader::{SharedStatus, Trigger, TriggerSource};
 use crate::register::RegShared;
 
@@ -131,7 +131,7 @@ pub fn start(state: WebState, bind: &Bind) -> Result<Option<WebHandle>, String> 
         let w = thread::Builder::new()
             .name(format!("http-worker-{i}"))
             .spawn(move || {
-                crate::lifecycle::guard("http-worker", || {
+                crate::fatal::guard("http-worker", || {
                     while let Ok(req) = server.recv() {
                         serve(&state, req);
                     }

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use vrrp_agent::config::{LogFormat, LogLevel};
 use vrrp_agent::datadir::DataDir;
 use vrrp_agent::queue::{ActivityQueue, Queue};
-use vrrp_agent::{lifecycle, logging, persist};
+use vrrp_agent::{fatal, logging, persist};
 use vrrp_protocol::ActivityEvent;
 
 fn child(dir: &str) -> ! {
@@ -20,7 +20,7 @@ fn child(dir: &str) -> ! {
         tx.clone(),
     );
     let (handle, _thread) = persist::spawn(dir, queue.clone(), tx, rx).unwrap();
-    lifecycle::flush_on_fatal(handle);
+    fatal::flush_on_fatal(handle);
     // Two events inside the 1 s write window: not on disk yet.
     let event = |id: &str| ActivityEvent {
         id: id.into(),
@@ -29,8 +29,7 @@ fn child(dir: &str) -> ! {
         ..Default::default()
     };
     queue.push(vec![event("pending-1"), event("pending-2")]);
-    let _ =
-        std::thread::spawn(|| lifecycle::guard("worker", || panic!("a broken invariant"))).join();
+    let _ = std::thread::spawn(|| fatal::guard("worker", || panic!("a broken invariant"))).join();
     // The fatal path ends the process; the parent's deadline catches one that does not.
     loop {
         std::thread::park();

@@ -191,7 +191,7 @@ impl Inbox {
 pub fn spawn(deps: Deps, inbox: ConnInbox, rx: Inbox) -> io::Result<ConnHandle> {
     let thread = thread::Builder::new()
         .name("connection".into())
-        .spawn(move || crate::lifecycle::guard("connection", || Conn::new(deps).run(rx)))?;
+        .spawn(move || crate::fatal::guard("connection", || Conn::new(deps).run(rx)))?;
     Ok(ConnHandle { inbox, thread })
 }
 
