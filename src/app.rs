@@ -8,6 +8,7 @@ use crate::activity::{ActivitySink, Event};
 use crate::agents::clients;
 use crate::agents::feed::{self, ClientsChanged};
 use crate::agents::readings::Latest;
+use crate::agents::session::SessionHandles;
 use crate::agents::AgentRegistry;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
@@ -106,6 +107,20 @@ impl App {
             })
             .collect();
         Ok(clusters::group(&hosts))
+    }
+
+    /// What an agent session uses (see `agents::session`).
+    pub fn session_handles(&self) -> SessionHandles {
+        SessionHandles {
+            db: self.db.clone(),
+            clock: self.clock.clone(),
+            agents: self.agents.clone(),
+            readings: self.readings.clone(),
+            hub: self.hub.clone(),
+            activity: self.activity.clone(),
+            clients_changed: self.clients_changed.clone(),
+            evaluate: self.evaluate.clone(),
+        }
     }
 
     /// Tells the cluster evaluator something changed; never blocks.

@@ -10,5 +10,6 @@ pub mod feed;
 pub mod readings;
 pub mod registration;
 pub mod registry;
+pub mod session;
 
 pub use registry::AgentRegistry;

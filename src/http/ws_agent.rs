@@ -1,26 +1,22 @@
-//! `/ws/agent`: an inbound agent's connection.
+//! `/ws/agent`: an inbound agent's socket.
 //!
 //! The authentication stages run in the spec's order, each with its close code;
-//! the heartbeat runs from the moment the socket opens. After AUTH the agent's
-//! readings and activity are stored and passed on to dashboards.
+//! the heartbeat runs from the moment the socket opens. What a stage decides and
+//! what becomes of readings and activity is `agents::session`; this module moves
+//! frames between it and the socket.
 
 use super::conns::ConnTracker;
 use super::request::percent_decode;
 use super::ws::{self, Flow, Session, WsSocket};
-use crate::activity::{self, Event, Incoming};
-use crate::agents::clients::{self, ClientRecord, Mode};
-use crate::agents::readings;
+use crate::agents::clients::ClientRecord;
+use crate::agents::session::{self, SessionHandles};
 use crate::app::App;
-use crate::auth::secrets::sha256_hex;
-use crate::clusters::thread::EvalMsg;
 use crate::config::values::canonical_ip;
-use crate::live::{self, envelope, envelope_of, ToSocket};
+use crate::live::{self, envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};
-use ipnet::IpNet;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::net::IpAddr;
 use std::sync::Arc;
-use vrrp_protocol::ActivityLevel;
 
 /// The agent must send AUTH within this long.
 pub const AUTH_WINDOW_SECS: i64 = 5;
@@ -61,21 +57,32 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         return;
     };
     let source = canonical_ip(peer.ip());
-    let client = match check_credentials(&app, client_id.as_deref(), token.as_deref(), source) {
+    let checked = session::check_credentials(
+        &app.db,
+        &app.config.security.allowed_networks,
+        client_id.as_deref(),
+        token.as_deref(),
+        source,
+    );
+    let client = match checked {
         Ok(client) => client,
         Err((code, reason)) => {
             log::info!("Refused an agent connection from {source}: {code} {reason}");
             return socket.close(code, reason);
         }
     };
+    // The session thread holds the parts it uses, not the whole App.
+    let handles = app.session_handles();
     let name = format!("ws-agent:{}", client.id.chars().take(8).collect::<String>());
     let spawned = std::thread::Builder::new()
         .stack_size(128 * 1024)
         .name(name)
         .spawn(move || {
             let _busy = busy;
-            if crate::lifecycle::contain_panics(|| serve(&app, socket, client, source, auth_until))
-                .is_none()
+            if crate::lifecycle::contain_panics(|| {
+                serve(handles, socket, client, source, auth_until)
+            })
+            .is_none()
             {
                 log::error!("The agent connection from {peer} ended in a panic");
             }
@@ -86,7 +93,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
 }
 
 fn serve(
-    app: &Arc<App>,
+    handles: SessionHandles,
     socket: WsSocket,
     client: ClientRecord,
     source: IpAddr,
@@ -103,62 +110,16 @@ fn serve(
         client,
         until: auth_until,
     };
-    let mut session = AgentSession {
-        app: app.clone(),
+    let clock = handles.clock.clone();
+    let mut socket_session = AgentSocket {
+        handles,
         stage,
         source,
         outbox: Some(outbox),
         connection: None,
     };
-    ws::run(socket, &inbox, &app.clock, &mut session);
-    session.ended();
-}
-
-/// Stages 1 to 5: both halves of the identity, the address checks.
-fn check_credentials(
-    app: &App,
-    client_id: Option<&str>,
-    token: Option<&str>,
-    source: IpAddr,
-) -> Result<ClientRecord, (u16, &'static str)> {
-    let (Some(id), Some(token)) = (client_id, token) else {
-        return Err((4001, "Authentication required"));
-    };
-    let client = match clients::find_by_credentials(&app.db, id, &sha256_hex(token)) {
-        Ok(Some(c)) => c,
-        Ok(None) => return Err((4003, "Invalid credentials")),
-        Err(e) => {
-            log::error!("{e}");
-            return Err((1011, "Internal error"));
-        }
-    };
-    let allowed = &app.config.security.allowed_networks;
-    let in_allowed = match source {
-        IpAddr::V4(v4) => allowed.iter().any(|n| n.contains(&v4)),
-        IpAddr::V6(_) => false,
-    };
-    if !allowed.is_empty() && !in_allowed {
-        return Err((4003, "Access denied"));
-    }
-    if client.mode == Mode::Outbound {
-        return Err((4003, "Access denied"));
-    }
-    if let Some(rule) = client.inbound_allowed_ip.as_deref() {
-        if !address_matches(rule, source) {
-            return Err((4003, "IP address mismatch"));
-        }
-    }
-    Ok(client)
-}
-
-/// An allowed-address rule: an address or a CIDR network.
-pub fn address_matches(rule: &str, source: IpAddr) -> bool {
-    let rule = rule.trim();
-    if let Ok(net) = rule.parse::<IpNet>() {
-        return net.contains(&source);
-    }
-    rule.parse::<IpAddr>()
-        .is_ok_and(|ip| canonical_ip(ip) == source)
+    ws::run(socket, &inbox, &clock, &mut socket_session);
+    socket_session.ended();
 }
 
 enum Stage {
@@ -171,8 +132,8 @@ enum Stage {
     },
 }
 
-struct AgentSession {
-    app: Arc<App>,
+struct AgentSocket {
+    handles: SessionHandles,
     stage: Stage,
     source: IpAddr,
     outbox: Option<live::Outbox<ToSocket>>,
@@ -180,13 +141,7 @@ struct AgentSession {
     connection: Option<u64>,
 }
 
-fn message(text: &str) -> Option<(String, Value)> {
-    let v: Value = serde_json::from_str(text).ok()?;
-    let kind = v.get("type")?.as_str()?.to_owned();
-    Some((kind, v.get("payload").cloned().unwrap_or(Value::Null)))
-}
-
-impl Session for AgentSession {
+impl Session for AgentSocket {
     fn on_text(&mut self, socket: &mut WsSocket, text: String) -> Flow {
         match &self.stage {
             Stage::AwaitingAuth { client, .. } => {
@@ -221,35 +176,26 @@ impl Session for AgentSession {
     }
 }
 
-impl AgentSession {
+impl AgentSocket {
     /// Stage 6: the first message must be AUTH with a payload that parses.
     fn first_message(&mut self, socket: &mut WsSocket, client: ClientRecord, text: &str) -> Flow {
-        let Some((kind, payload)) = message(text).filter(|(k, _)| k == "AUTH") else {
+        let Some((_, payload)) = session::message(text).filter(|(k, _)| k == "AUTH") else {
             let _ = socket.send_text(&envelope("AUTH_FAILURE", json!({})));
             return Flow::Close(4003, "Forbidden");
         };
-        debug_assert_eq!(kind, "AUTH");
-        let Some(auth) = parse_auth(&payload) else {
+        let Some(auth) = session::parse_auth(&payload) else {
             return Flow::Close(4000, "Invalid payload");
         };
-        let app = &self.app;
-        let now = app.clock.now();
         let Some(outbox) = self.outbox.take() else {
             return Flow::End;
         };
-        self.connection = Some(
-            app.agents
-                .register(&client.id, auth.capabilities.clone(), outbox),
-        );
-        if let Err(e) = clients::record_connected(
-            &app.db,
-            client.id.clone(),
-            Some(auth.version.clone()),
-            Some(self.source.to_string()),
-            now,
-        ) {
-            log::error!("Cannot record the connection of {}: {e}", client.id);
-        }
+        self.connection = Some(session::authenticated(
+            &self.handles,
+            &client,
+            &auth,
+            self.source,
+            outbox,
+        ));
         if socket
             .send_text(&envelope(
                 "AUTH_SUCCESS",
@@ -266,22 +212,13 @@ impl AgentSession {
             self.source,
             auth.version
         );
-        app.broadcast_clients();
-        app.tell_evaluator(EvalMsg::Connection(client.id.clone()));
-        let data = json!({ "connectionMode": "inbound", "version": auth.version, "clientName": client.name() });
-        app.record_activity(vec![Event::server(
-            "client.connected",
-            ActivityLevel::Trace,
-            Some(client.id.clone()),
-            data,
-            now,
-        )]);
+        session::announce_connected(&self.handles, &client, &auth, "inbound");
         self.stage = Stage::Authenticated { client };
         Flow::Continue
     }
 
     fn after_auth(&mut self, socket: &mut WsSocket, client: &ClientRecord, text: &str) -> Flow {
-        let Some((kind, payload)) = message(text) else {
+        let Some((kind, payload)) = session::message(text) else {
             log::debug!(
                 "Agent {} sent a frame that is not a message; dropped",
                 client.id
@@ -289,8 +226,18 @@ impl AgentSession {
             return Flow::Continue;
         };
         match kind.as_str() {
-            "KEEPALIVED_UPDATE" => self.reading(client, &payload),
-            "ACTIVITY" => return self.activity(socket, client, &payload),
+            "KEEPALIVED_UPDATE" => session::reading(&self.handles, client, &payload),
+            "ACTIVITY" => {
+                let Some(ack) = session::activity(&self.handles, client, &payload) else {
+                    return Flow::Continue;
+                };
+                if socket
+                    .send_text(&envelope("ACTIVITY_ACK", json!({ "ids": ack })))
+                    .is_err()
+                {
+                    return Flow::End;
+                }
+            }
             other => log::debug!(
                 "Agent {} sent an unknown message type {other:?}; dropped",
                 client.id
@@ -299,159 +246,10 @@ impl AgentSession {
         Flow::Continue
     }
 
-    fn reading(&self, client: &ClientRecord, payload: &Value) {
-        let app = &self.app;
-        let reading = match readings::normalise(payload) {
-            Ok(r) => r,
-            Err(e) => {
-                log::warn!(
-                    "Discarded a malformed reading from {} ({}): {}",
-                    client.name(),
-                    client.id,
-                    e.0
-                );
-                return;
-            }
-        };
-        match app.readings.store(
-            &app.db,
-            client.id.clone(),
-            reading,
-            crate::clock::iso(app.clock.now()),
-        ) {
-            Ok(Some(stored)) => {
-                // The evaluator first: a dashboard that sees the broadcast and asks
-                // for the cluster list then finds the reading in it.
-                app.tell_evaluator(EvalMsg::Reading(client.id.clone(), stored.clone()));
-                app.hub
-                    .broadcast(envelope_of("KEEPALIVED_STATE_UPDATE", &stored));
-            }
-            Ok(None) => {}
-            Err(e) => log::error!("Cannot store the reading of {}: {e}", client.id),
-        }
-    }
-
-    fn activity(&self, socket: &mut WsSocket, client: &ClientRecord, payload: &Value) -> Flow {
-        let app = &self.app;
-        let Some(entries) = activity::parse_batch(payload, &client.id, app.clock.now()) else {
-            log::warn!(
-                "Agent {} sent an ACTIVITY batch without an events list; dropped without ack",
-                client.id
-            );
-            return Flow::Continue;
-        };
-        let mut ack = Vec::new();
-        let mut events = Vec::new();
-        for entry in entries {
-            match entry {
-                Incoming::Event(e) => {
-                    ack.push(e.id.clone());
-                    events.push(*e);
-                }
-                Incoming::Refused { id, why } => {
-                    log::warn!("Agent {} sent activity event {id:?} that does not parse ({why}); acknowledged, not stored", client.id);
-                    ack.push(id);
-                }
-                Incoming::Dropped { why } => log::warn!(
-                    "Agent {} sent an activity event without id ({why}); dropped",
-                    client.id
-                ),
-            }
-        }
-        if !app.record_activity(events) {
-            // Nothing was stored: no ack, so the agent offers the batch again.
-            return Flow::Continue;
-        }
-        if socket
-            .send_text(&envelope("ACTIVITY_ACK", json!({ "ids": ack })))
-            .is_err()
-        {
-            return Flow::End;
-        }
-        Flow::Continue
-    }
-
-    /// The socket ended: the client goes offline unless a newer connection took over.
     fn ended(&self) {
-        let (Stage::Authenticated { client }, Some(connection)) = (&self.stage, self.connection)
-        else {
-            return;
-        };
-        let app = &self.app;
-        if !app.agents.unregister(&client.id, connection) {
-            return;
+        if let (Stage::Authenticated { client }, Some(connection)) = (&self.stage, self.connection)
+        {
+            session::ended(&self.handles, client, connection, "inbound");
         }
-        log::info!("Agent {} ({}) disconnected", client.name(), client.id);
-        app.broadcast_clients();
-        app.tell_evaluator(EvalMsg::Connection(client.id.clone()));
-        // A deleted client leaves no trace of its last disconnect.
-        if clients::get(&app.db, &client.id).ok().flatten().is_some() {
-            let data = json!({ "connectionMode": "inbound", "version": Value::Null, "clientName": client.name() });
-            app.record_activity(vec![Event::server(
-                "client.disconnected",
-                ActivityLevel::Trace,
-                Some(client.id.clone()),
-                data,
-                app.clock.now(),
-            )]);
-        }
-    }
-}
-
-struct Auth {
-    version: String,
-    capabilities: Vec<String>,
-}
-
-/// AUTH `{hostname, version, capabilities}`; a missing capabilities list reads as empty.
-fn parse_auth(payload: &Value) -> Option<Auth> {
-    let obj = payload.as_object()?;
-    obj.get("hostname")?.as_str()?;
-    let version = obj.get("version")?.as_str()?.to_owned();
-    let capabilities = match obj.get("capabilities") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(|c| c.as_str().map(str::to_owned))
-            .collect(),
-        Some(_) => return None,
-    };
-    Some(Auth {
-        version,
-        capabilities,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn allowed_address_rules() {
-        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
-        assert!(address_matches("192.0.2.7", ip("192.0.2.7")));
-        assert!(!address_matches("192.0.2.7", ip("192.0.2.8")));
-        assert!(address_matches("192.0.2.0/24", ip("192.0.2.200")));
-        assert!(!address_matches("192.0.2.0/24", ip("198.51.100.1")));
-        assert!(!address_matches("garbage", ip("192.0.2.7")));
-    }
-
-    #[test]
-    fn auth_payloads() {
-        assert!(parse_auth(&json!({"hostname": "h", "version": "1"}))
-            .unwrap()
-            .capabilities
-            .is_empty());
-        assert_eq!(
-            parse_auth(&json!({"hostname": "h", "version": "1", "capabilities": ["vrrp", 5]}))
-                .unwrap()
-                .capabilities,
-            ["vrrp"]
-        );
-        assert!(parse_auth(&json!({"version": "1"})).is_none());
-        assert!(
-            parse_auth(&json!({"hostname": "h", "version": "1", "capabilities": "vrrp"})).is_none()
-        );
-        assert!(parse_auth(&json!("AUTH")).is_none());
     }
 }
