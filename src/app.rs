@@ -1,30 +1,28 @@
-//! Start-up of the server and the state every request shares.
+//! Start-up of the server: builds the shared parts, starts the long-lived
+//! threads with the handles they use, then the HTTP layer with its `App`.
 //!
 //! [`main`] is what the binary runs: logging, config, database, first-run
 //! administrator, listen, serve until a signal. [`run`] is the part tests can
 //! drive in-process with their own listener, clock and shutdown switch.
 
-use crate::activity::{ActivitySink, Event};
-use crate::agents::clients;
-use crate::agents::feed::{self, ClientsChanged};
+use crate::activity::ActivitySink;
+use crate::agents::feed;
 use crate::agents::readings::Latest;
-use crate::agents::session::SessionHandles;
 use crate::agents::AgentRegistry;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
 use crate::auth::users::{self, Bootstrap};
 use crate::clock::{iso, SharedClock, SystemClock};
 use crate::clusters;
-use crate::clusters::thread::EvalMsg;
 use crate::config::settings::Settings;
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
-use crate::db::DbError;
+use crate::http::{self, App};
 use crate::lifecycle::{self, Shutdown};
 use crate::live::Hub;
 use crate::schedulers::{self, Scheduler};
 use crate::webhooks::delivery::Dispatcher;
-use crate::{fatal, http, logging};
+use crate::{fatal, logging};
 use parking_lot::Mutex;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -33,129 +31,6 @@ use std::time::Duration;
 
 /// Open connections get this long to finish after a stop signal.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-
-/// How long a cluster list request waits for the `cluster-eval` thread.
-pub const LIST_WAIT: Duration = Duration::from_secs(2);
-
-/// What every request handler shares. Built once at start; only the HTTP layer
-/// and start-up see it. Long-lived threads get the few handles they use.
-pub struct App {
-    pub config: ServerConfig,
-    pub db: Arc<Db>,
-    pub clock: SharedClock,
-    pub sessions: SessionKeys,
-    pub login_limiter: RateLimiter,
-    /// The port we listen on: how an upgraded connection's socket is found.
-    pub port: u16,
-    pub hub: Arc<Hub>,
-    pub agents: Arc<AgentRegistry>,
-    /// Every client's last reading, mirrored from the database.
-    pub readings: Arc<Latest>,
-    /// The settings block, live: retention, intervals, level overrides.
-    pub settings: Arc<Settings>,
-    /// The one way into the activity list.
-    pub activity: ActivitySink,
-    pub token_cleanup: Arc<Scheduler>,
-    pub notification_cleanup: Arc<Scheduler>,
-    /// One writer of the config file at a time.
-    pub config_file: Mutex<()>,
-    clients_changed: ClientsChanged,
-    /// To the `cluster-eval` thread.
-    evaluate: crossbeam_channel::Sender<EvalMsg>,
-    /// The first-run administrator and the file holding its generated password,
-    /// removed once that password is changed.
-    initial_password: Mutex<Option<(i64, PathBuf)>>,
-}
-
-impl App {
-    /// Every client with its live status, as the API shows them.
-    pub fn client_list(&self) -> Result<serde_json::Value, DbError> {
-        feed::client_list(&self.db, &self.agents)
-    }
-
-    /// `GET /api/v1/keepalived/clusters` as JSON: from the `cluster-eval` thread,
-    /// which keeps the grouping up to date anyway (a few ms at 2,000 hosts instead
-    /// of grouping every reading anew). Should that thread not answer in
-    /// [`LIST_WAIT`], the list is built here from the stored readings.
-    pub fn cluster_list_json(&self) -> Result<Vec<u8>, DbError> {
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        if self.evaluate.send(EvalMsg::List(reply)).is_ok() {
-            match answer.recv_timeout(LIST_WAIT) {
-                Ok(body) => return Ok(body),
-                Err(_) => log::warn!(
-                    "The cluster evaluator did not answer within {} s; the cluster list is built without it",
-                    LIST_WAIT.as_secs()
-                ),
-            }
-        }
-        let list = self.cluster_list()?;
-        Ok(serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec()))
-    }
-
-    /// Every cluster as the dashboard shows it, worst first, grouped anew from the
-    /// stored readings.
-    pub fn cluster_list(&self) -> Result<Vec<clusters::Cluster>, DbError> {
-        let hosts: Vec<clusters::HostView> = clients::list(&self.db)?
-            .into_iter()
-            .filter_map(|c| {
-                let reading = self.readings.get(&c.id)?;
-                Some(clusters::HostView::new(
-                    &c,
-                    &reading,
-                    self.agents.is_online(&c.id),
-                ))
-            })
-            .collect();
-        Ok(clusters::group(&hosts))
-    }
-
-    /// What an agent session uses (see `agents::session`).
-    pub fn session_handles(&self) -> SessionHandles {
-        SessionHandles {
-            db: self.db.clone(),
-            clock: self.clock.clone(),
-            agents: self.agents.clone(),
-            readings: self.readings.clone(),
-            hub: self.hub.clone(),
-            activity: self.activity.clone(),
-            clients_changed: self.clients_changed.clone(),
-            evaluate: self.evaluate.clone(),
-        }
-    }
-
-    /// Tells the cluster evaluator something changed; never blocks.
-    pub fn tell_evaluator(&self, msg: EvalMsg) {
-        let _ = self.evaluate.send(msg);
-    }
-
-    /// Tells every dashboard the client list changed (see [`feed`]).
-    pub fn broadcast_clients(&self) {
-        self.clients_changed.notify();
-    }
-
-    /// Stores events whose ids are new and passes them on (see [`ActivitySink`]).
-    pub fn record_activity(&self, events: Vec<Event>) -> bool {
-        self.activity.record(events)
-    }
-
-    pub fn first_admin_id(&self) -> i64 {
-        self.initial_password
-            .lock()
-            .as_ref()
-            .map_or(-1, |(id, _)| *id)
-    }
-
-    pub fn forget_initial_password(&self) {
-        if let Some((_, path)) = self.initial_password.lock().take() {
-            if std::fs::remove_file(&path).is_ok() {
-                log::info!(
-                    "The first-run administrator changed its password; removed {}",
-                    path.display()
-                );
-            }
-        }
-    }
-}
 
 /// A failure that ends the start (exit code 1).
 #[derive(Debug)]
@@ -341,7 +216,7 @@ pub fn run(
         notification_cleanup,
         config_file: Mutex::new(()),
         clients_changed,
-        evaluate,
+        evaluate: clusters::thread::EvalSender(evaluate),
         initial_password: Mutex::new(initial_password),
         config,
         db,

@@ -8,7 +8,7 @@
 pub mod messages;
 pub mod sink;
 
-pub use sink::ActivitySink;
+pub use sink::{ActivitySink, StoredEvents};
 
 use crate::clock::iso;
 use crate::db::{Db, DbError};

@@ -9,8 +9,15 @@
 use super::{insert_new, Event, LevelPolicy};
 use crate::db::Db;
 use crate::live::{envelope, Hub};
-use crate::webhooks::delivery::Dispatcher;
 use std::sync::Arc;
+
+/// Who hears of newly stored events besides the dashboards: the webhooks.
+/// A trait so that the activity list does not depend on webhook delivery.
+pub trait StoredEvents: Send + Sync {
+    /// Called once per stored batch, with exactly the events stored now.
+    /// Must not block.
+    fn offer(&self, events: &[Event]);
+}
 
 /// Cheap to clone: a handle on shared parts.
 #[derive(Clone)]
@@ -18,7 +25,7 @@ pub struct ActivitySink {
     db: Arc<Db>,
     policy: Arc<dyn LevelPolicy>,
     hub: Arc<Hub>,
-    webhooks: Arc<Dispatcher>,
+    webhooks: Arc<dyn StoredEvents>,
 }
 
 impl ActivitySink {
@@ -26,7 +33,7 @@ impl ActivitySink {
         db: Arc<Db>,
         policy: Arc<dyn LevelPolicy>,
         hub: Arc<Hub>,
-        webhooks: Arc<Dispatcher>,
+        webhooks: Arc<dyn StoredEvents>,
     ) -> ActivitySink {
         ActivitySink {
             db,

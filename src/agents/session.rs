@@ -13,16 +13,23 @@ use super::AgentRegistry;
 use crate::activity::{self, ActivitySink, Event, Incoming};
 use crate::auth::secrets::sha256_hex;
 use crate::clock::{iso, SharedClock};
-use crate::clusters::thread::EvalMsg;
 use crate::config::values::canonical_ip;
 use crate::db::Db;
 use crate::live::{envelope_of, Hub, Outbox, ToSocket};
-use crossbeam_channel::Sender;
 use ipnet::{IpNet, Ipv4Net};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 use std::sync::Arc;
 use vrrp_protocol::ActivityLevel;
+
+/// Who hears of a client's stored readings and connection changes: the cluster
+/// evaluator. A trait so that the agents domain does not depend on clusters.
+pub trait AgentObserver: Send + Sync {
+    /// A reading was stored (as the API shows it). Must not block.
+    fn reading_stored(&self, client_id: &str, reading: Arc<Value>);
+    /// The client connected or disconnected. Must not block.
+    fn connection_changed(&self, client_id: &str);
+}
 
 /// The shared parts an agent session uses. Cheap to clone.
 #[derive(Clone)]
@@ -34,14 +41,8 @@ pub struct SessionHandles {
     pub hub: Arc<Hub>,
     pub activity: ActivitySink,
     pub clients_changed: ClientsChanged,
-    /// To the `cluster-eval` thread.
-    pub evaluate: Sender<EvalMsg>,
-}
-
-impl SessionHandles {
-    fn tell_evaluator(&self, msg: EvalMsg) {
-        let _ = self.evaluate.send(msg);
-    }
+    /// The `cluster-eval` thread.
+    pub evaluator: Arc<dyn AgentObserver>,
 }
 
 /// A refused connection: its close code and reason.
@@ -161,7 +162,7 @@ pub fn announce_connected(
     connection_mode: &str,
 ) {
     h.clients_changed.notify();
-    h.tell_evaluator(EvalMsg::Connection(client.id.clone()));
+    h.evaluator.connection_changed(&client.id);
     let data = json!({ "connectionMode": connection_mode, "version": auth.version, "clientName": client.name() });
     h.activity.record(vec![Event::server(
         "client.connected",
@@ -195,7 +196,7 @@ pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: &Value) {
         Ok(Some(stored)) => {
             // The evaluator first: a dashboard that sees the broadcast and asks
             // for the cluster list then finds the reading in it.
-            h.tell_evaluator(EvalMsg::Reading(client.id.clone(), stored.clone()));
+            h.evaluator.reading_stored(&client.id, stored.clone());
             h.hub
                 .broadcast(envelope_of("KEEPALIVED_STATE_UPDATE", &stored));
         }
@@ -244,7 +245,7 @@ pub fn ended(h: &SessionHandles, client: &ClientRecord, connection: u64, connect
     }
     log::info!("Agent {} ({}) disconnected", client.name(), client.id);
     h.clients_changed.notify();
-    h.tell_evaluator(EvalMsg::Connection(client.id.clone()));
+    h.evaluator.connection_changed(&client.id);
     // A deleted client leaves no trace of its last disconnect.
     if clients::get(&h.db, &client.id).ok().flatten().is_some() {
         let data = json!({ "connectionMode": connection_mode, "version": Value::Null, "clientName": client.name() });

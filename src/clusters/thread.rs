@@ -11,6 +11,7 @@
 use crate::activity::ActivitySink;
 use crate::agents::clients::{self, ClientRecord};
 use crate::agents::readings::Latest;
+use crate::agents::session::AgentObserver;
 use crate::agents::AgentRegistry;
 use crate::clock::iso;
 use crate::clock::SharedClock;
@@ -34,6 +35,27 @@ pub const STARTUP_GUARD_SECS: i64 = 60;
 const RETRY_SECS: i64 = 1;
 /// At most this many unstored events are kept for another try.
 const MAX_UNRECORDED: usize = 10_000;
+
+/// The way into the `cluster-eval` thread; never blocks.
+#[derive(Clone)]
+pub struct EvalSender(pub crossbeam_channel::Sender<EvalMsg>);
+
+impl EvalSender {
+    pub fn tell(&self, msg: EvalMsg) {
+        // Only fails once the thread is gone, at shutdown: nothing left to tell.
+        let _ = self.0.send(msg);
+    }
+}
+
+impl AgentObserver for EvalSender {
+    fn reading_stored(&self, client_id: &str, reading: Arc<Value>) {
+        self.tell(EvalMsg::Reading(client_id.to_owned(), reading));
+    }
+
+    fn connection_changed(&self, client_id: &str) {
+        self.tell(EvalMsg::Connection(client_id.to_owned()));
+    }
+}
 
 /// What the rest of the server tells the evaluator.
 #[derive(Debug, Clone)]

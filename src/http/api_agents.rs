@@ -4,10 +4,10 @@
 use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
+use super::App;
 use crate::activity::{self, Event};
 use crate::agents::clients::{self, ClientError, ClientUpdate, SITE_MAX};
 use crate::agents::registration::{self, ipv4_text, RegistrationError, DISPLAY_NAME_MAX};
-use crate::app::App;
 use crate::auth::Session;
 use crate::config::values::parse_ipv4_net;
 use crate::live::{envelope, ToSocket};

@@ -4,7 +4,7 @@ use super::api_auth::set_session;
 use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
-use crate::app::App;
+use super::App;
 use crate::auth::users::{self, AuthMethods, NewUser, UserError, UserUpdate};
 use crate::auth::Session;
 use crate::clock::iso;

@@ -3,7 +3,7 @@
 use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
-use crate::app::App;
+use super::App;
 use crate::auth::Session;
 use crate::webhooks::store;
 use serde_json::json;

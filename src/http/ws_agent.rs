@@ -8,9 +8,9 @@
 use super::conns::ConnTracker;
 use super::request::percent_decode;
 use super::ws::{self, Flow, Session, WsSocket};
+use super::App;
 use crate::agents::clients::ClientRecord;
 use crate::agents::session::{self, SessionHandles};
-use crate::app::App;
 use crate::config::values::canonical_ip;
 use crate::live::{self, envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};

@@ -6,8 +6,8 @@
 
 use super::conns::ConnTracker;
 use super::ws::{self, Flow, Session, WsSocket};
+use super::App;
 use crate::activity;
-use crate::app::App;
 use crate::auth::{self, cookies, AuthFailure};
 use crate::live::{self, envelope, envelope_of, hub, ToSocket};
 use std::sync::Arc;

@@ -11,7 +11,7 @@
 use super::store::{self, Webhook};
 use super::template::{compile, compile_text};
 use crate::activity::messages::compose;
-use crate::activity::Event;
+use crate::activity::{Event, StoredEvents};
 use crate::clock::{iso, SharedClock};
 use crate::db::Db;
 use chrono::Duration;
@@ -188,34 +188,6 @@ impl Dispatcher {
         }
     }
 
-    /// Offers newly stored events to every webhook that wants them.
-    pub fn offer(&self, events: &[Event]) {
-        let hooks = match store::list(&self.handles.db) {
-            Ok(h) => h,
-            Err(e) => {
-                log::error!("Cannot read the webhooks: {e}");
-                return;
-            }
-        };
-        for hook in hooks.iter().filter(|h| h.spec.enabled) {
-            for event in events
-                .iter()
-                .filter(|e| hook.spec.wants(&e.kind, e.level.as_str()))
-            {
-                let tx = self.queue_of(hook);
-                match tx.try_send(event.to_json(false)) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(_)) => {
-                        log::warn!("Webhook \"{}\": {QUEUE} deliveries waiting; event {} is dropped for it", hook.spec.name, event.id)
-                    }
-                    Err(TrySendError::Disconnected(_)) => {
-                        self.queues.lock().remove(&hook.id);
-                    }
-                }
-            }
-        }
-    }
-
     fn queue_of(&self, hook: &Webhook) -> Sender<Value> {
         let mut queues = self.queues.lock();
         if let Some(tx) = queues.get(&hook.id) {
@@ -243,6 +215,36 @@ impl Dispatcher {
         }
         queues.insert(hook.id.clone(), tx.clone());
         tx
+    }
+}
+
+impl StoredEvents for Dispatcher {
+    /// Offers newly stored events to every webhook that wants them.
+    fn offer(&self, events: &[Event]) {
+        let hooks = match store::list(&self.handles.db) {
+            Ok(h) => h,
+            Err(e) => {
+                log::error!("Cannot read the webhooks: {e}");
+                return;
+            }
+        };
+        for hook in hooks.iter().filter(|h| h.spec.enabled) {
+            for event in events
+                .iter()
+                .filter(|e| hook.spec.wants(&e.kind, e.level.as_str()))
+            {
+                let tx = self.queue_of(hook);
+                match tx.try_send(event.to_json(false)) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        log::warn!("Webhook \"{}\": {QUEUE} deliveries waiting; event {} is dropped for it", hook.spec.name, event.id)
+                    }
+                    Err(TrySendError::Disconnected(_)) => {
+                        self.queues.lock().remove(&hook.id);
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -1,0 +1,150 @@
+//! `App`: what every HTTP request handler shares, built once by start-up
+//! (`app::run`) and shared read-only through an `Arc`.
+//!
+//! Only the HTTP layer sees it: long-lived threads are handed the few parts they
+//! use (see the `Handles` structs of `clusters::thread`, `schedulers`,
+//! `agents::feed`, and `agents::session::SessionHandles`).
+
+use crate::activity::{ActivitySink, Event};
+use crate::agents::clients;
+use crate::agents::feed::{self, ClientsChanged};
+use crate::agents::readings::Latest;
+use crate::agents::session::SessionHandles;
+use crate::agents::AgentRegistry;
+use crate::auth::rate_limit::RateLimiter;
+use crate::auth::session::SessionKeys;
+use crate::clock::SharedClock;
+use crate::clusters;
+use crate::clusters::thread::{EvalMsg, EvalSender};
+use crate::config::settings::Settings;
+use crate::config::ServerConfig;
+use crate::db::{Db, DbError};
+use crate::live::Hub;
+use crate::schedulers::Scheduler;
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a cluster list request waits for the `cluster-eval` thread.
+pub const LIST_WAIT: Duration = Duration::from_secs(2);
+
+/// What every request handler shares. Built once at start; only the HTTP layer
+/// and start-up see it. Long-lived threads get the few handles they use.
+pub struct App {
+    pub config: ServerConfig,
+    pub db: Arc<Db>,
+    pub clock: SharedClock,
+    pub sessions: SessionKeys,
+    pub login_limiter: RateLimiter,
+    /// The port we listen on: how an upgraded connection's socket is found.
+    pub port: u16,
+    pub hub: Arc<Hub>,
+    pub agents: Arc<AgentRegistry>,
+    /// Every client's last reading, mirrored from the database.
+    pub readings: Arc<Latest>,
+    /// The settings block, live: retention, intervals, level overrides.
+    pub settings: Arc<Settings>,
+    /// The one way into the activity list.
+    pub activity: ActivitySink,
+    pub token_cleanup: Arc<Scheduler>,
+    pub notification_cleanup: Arc<Scheduler>,
+    /// One writer of the config file at a time.
+    pub config_file: Mutex<()>,
+    pub(crate) clients_changed: ClientsChanged,
+    /// To the `cluster-eval` thread.
+    pub(crate) evaluate: EvalSender,
+    /// The first-run administrator and the file holding its generated password,
+    /// removed once that password is changed.
+    pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,
+}
+
+impl App {
+    /// Every client with its live status, as the API shows them.
+    pub fn client_list(&self) -> Result<serde_json::Value, DbError> {
+        feed::client_list(&self.db, &self.agents)
+    }
+
+    /// `GET /api/v1/keepalived/clusters` as JSON: from the `cluster-eval` thread,
+    /// which keeps the grouping up to date anyway (a few ms at 2,000 hosts instead
+    /// of grouping every reading anew). Should that thread not answer in
+    /// [`LIST_WAIT`], the list is built here from the stored readings.
+    pub fn cluster_list_json(&self) -> Result<Vec<u8>, DbError> {
+        let (reply, answer) = crossbeam_channel::bounded(1);
+        if self.evaluate.0.send(EvalMsg::List(reply)).is_ok() {
+            match answer.recv_timeout(LIST_WAIT) {
+                Ok(body) => return Ok(body),
+                Err(_) => log::warn!(
+                    "The cluster evaluator did not answer within {} s; the cluster list is built without it",
+                    LIST_WAIT.as_secs()
+                ),
+            }
+        }
+        let list = self.cluster_list()?;
+        Ok(serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec()))
+    }
+
+    /// Every cluster as the dashboard shows it, worst first, grouped anew from the
+    /// stored readings.
+    pub fn cluster_list(&self) -> Result<Vec<clusters::Cluster>, DbError> {
+        let hosts: Vec<clusters::HostView> = clients::list(&self.db)?
+            .into_iter()
+            .filter_map(|c| {
+                let reading = self.readings.get(&c.id)?;
+                Some(clusters::HostView::new(
+                    &c,
+                    &reading,
+                    self.agents.is_online(&c.id),
+                ))
+            })
+            .collect();
+        Ok(clusters::group(&hosts))
+    }
+
+    /// What an agent session uses (see `agents::session`).
+    pub fn session_handles(&self) -> SessionHandles {
+        SessionHandles {
+            db: self.db.clone(),
+            clock: self.clock.clone(),
+            agents: self.agents.clone(),
+            readings: self.readings.clone(),
+            hub: self.hub.clone(),
+            activity: self.activity.clone(),
+            clients_changed: self.clients_changed.clone(),
+            evaluator: Arc::new(self.evaluate.clone()),
+        }
+    }
+
+    /// Tells the cluster evaluator something changed; never blocks.
+    pub fn tell_evaluator(&self, msg: EvalMsg) {
+        self.evaluate.tell(msg);
+    }
+
+    /// Tells every dashboard the client list changed (see [`feed`]).
+    pub fn broadcast_clients(&self) {
+        self.clients_changed.notify();
+    }
+
+    /// Stores events whose ids are new and passes them on (see [`ActivitySink`]).
+    pub fn record_activity(&self, events: Vec<Event>) -> bool {
+        self.activity.record(events)
+    }
+
+    pub fn first_admin_id(&self) -> i64 {
+        self.initial_password
+            .lock()
+            .as_ref()
+            .map_or(-1, |(id, _)| *id)
+    }
+
+    pub fn forget_initial_password(&self) {
+        if let Some((_, path)) = self.initial_password.lock().take() {
+            if std::fs::remove_file(&path).is_ok() {
+                log::info!(
+                    "The first-run administrator changed its password; removed {}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
