@@ -3,12 +3,9 @@
 //! AUTH_SUCCESS, all inside one deadline read from the driven clock. Certificate checking
 //! is decided per dial from `allow_self_signed`; nothing process-wide is touched.
 
-use std::io::{self, Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::sync::Arc;
+use std::io;
 use std::time::{Duration, Instant};
 
-use rustls::pki_types::ServerName;
 use serde_json::json;
 use tungstenite::client::IntoClientRequest;
 use tungstenite::handshake::HandshakeError;
@@ -34,44 +31,7 @@ impl std::fmt::Debug for Target {
     }
 }
 
-/// A plain or TLS socket.
-pub enum Stream {
-    Plain(TcpStream),
-    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
-}
-
-impl Stream {
-    pub fn tcp(&self) -> &TcpStream {
-        match self {
-            Stream::Plain(s) => s,
-            Stream::Tls(s) => &s.sock,
-        }
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.read(buf),
-            Stream::Tls(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Stream::Plain(s) => s.write(buf),
-            Stream::Tls(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Stream::Plain(s) => s.flush(),
-            Stream::Tls(s) => s.flush(),
-        }
-    }
-}
+pub use vrrp_dial::Stream;
 
 pub type Socket = WebSocket<Stream>;
 
@@ -84,17 +44,7 @@ pub fn ws_config() -> WebSocketConfig {
         .max_frame_size(Some(4 << 20))
 }
 
-fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
+use vrrp_dial::encode_query_value as encode;
 
 /// `http(s)://host[:port][/prefix]` → (`ws(s)://host[:port][/prefix]/ws/agent`, tls).
 pub fn agent_endpoint(base_url: &str) -> Result<(String, bool), String> {
@@ -126,72 +76,6 @@ fn full_url(endpoint: &str, t: &Target) -> String {
 
 pub fn masked_url(endpoint: &str, t: &Target) -> String {
     format!("{endpoint}?clientId={}&token=****", encode(&t.client_id))
-}
-
-/// Accepts any certificate: `allowSelfSignedCertificates: true`, for this dial only.
-#[derive(Debug)]
-struct AcceptAny(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for AcceptAny {
-    fn verify_server_cert(
-        &self,
-        _: &rustls::pki_types::CertificateDer<'_>,
-        _: &[rustls::pki_types::CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// A TLS client config for one dial.
-pub fn tls_config(allow_self_signed: bool) -> Result<Arc<rustls::ClientConfig>, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup: {e}"))?;
-    let cfg = if allow_self_signed {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAny(provider)))
-            .with_no_client_auth()
-    } else {
-        let roots = rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        };
-        builder.with_root_certificates(roots).with_no_client_auth()
-    };
-    Ok(Arc::new(cfg))
 }
 
 /// Why a blocking step stopped early.
@@ -228,44 +112,20 @@ pub fn connect(
     let left = |c: &dyn Clock| deadline.saturating_duration_since(c.now());
     let timed_out = || "handshake not finished within 5 s".to_string();
 
-    let bare_host = host
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .to_string();
-    let addrs: Vec<_> = (bare_host.as_str(), port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?
-        .collect();
-    let mut last_err = format!("{host} has no address");
-    let mut tcp = None;
-    for a in addrs {
-        let l = left(clock);
-        if l.is_zero() {
-            return Err(timed_out());
-        }
-        match TcpStream::connect_timeout(&a, l) {
-            Ok(s) => {
-                tcp = Some(s);
-                break;
-            }
-            Err(e) => last_err = format!("cannot connect to {a}: {e}"),
-        }
+    let left_now = left(clock);
+    if left_now.is_zero() {
+        return Err(timed_out());
     }
-    let tcp = tcp.ok_or(last_err)?;
-    let _ = tcp.set_nodelay(true);
-    tcp.set_read_timeout(Some(tick))
-        .map_err(|e| e.to_string())?;
-    tcp.set_write_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    let stream = if tls {
-        let name = ServerName::try_from(bare_host.clone())
-            .map_err(|e| format!("{host} is not a TLS server name: {e}"))?;
-        let conn = rustls::ClientConnection::new(tls_config(t.allow_self_signed)?, name)
-            .map_err(|e| format!("TLS setup: {e}"))?;
-        Stream::Tls(Box::new(rustls::StreamOwned::new(conn, tcp)))
-    } else {
-        Stream::Plain(tcp)
+    let target = vrrp_dial::Endpoint {
+        host: host.clone(),
+        port,
+        tls: tls.then_some(t.allow_self_signed),
     };
+    let stream = vrrp_dial::open(&target, Instant::now() + left_now)?;
+    stream
+        .tcp()
+        .set_read_timeout(Some(tick))
+        .map_err(|e| e.to_string())?;
     let request = full_url(&endpoint, t)
         .into_client_request()
         .map_err(|e| format!("cannot build the request: {e}"))?;
