@@ -6,6 +6,7 @@
 pub mod cookies;
 pub mod password;
 pub mod rate_limit;
+pub mod sealed;
 pub mod secrets;
 pub mod session;
 pub mod users;
