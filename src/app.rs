@@ -8,8 +8,10 @@
 use crate::activity::ActivitySink;
 use crate::agents::feed;
 use crate::agents::readings::Latest;
+use crate::agents::session::SessionHandles;
 use crate::agents::AgentRegistry;
 use crate::auth::rate_limit::RateLimiter;
+use crate::auth::sealed::SealKey;
 use crate::auth::session::SessionKeys;
 use crate::auth::users::{self, Bootstrap};
 use crate::clock::{iso, SharedClock, SystemClock};
@@ -17,6 +19,7 @@ use crate::clusters;
 use crate::config::settings::Settings;
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
+use crate::http::ws_outbound::{DialHandles, Dialer};
 use crate::http::{self, App};
 use crate::lifecycle::{self, Shutdown};
 use crate::live::Hub;
@@ -203,6 +206,35 @@ pub fn run(
             .map_err(|e| FatalError(format!("Cannot start a scheduler thread: {e}")))?;
     }
 
+    let evaluate = clusters::thread::EvalSender(evaluate);
+    let session = SessionHandles {
+        db: db.clone(),
+        clock: clock.clone(),
+        agents: agents.clone(),
+        readings: readings.clone(),
+        hub: hub.clone(),
+        activity: activity.clone(),
+        clients_changed: clients_changed.clone(),
+        evaluator: Arc::new(evaluate.clone()),
+    };
+    let outbound = Arc::new(Dialer::new(DialHandles {
+        session: session.clone(),
+        clock: clock.clone(),
+        seal_key: config
+            .secret_key_persisted
+            .then(|| SealKey::from_secret_key(&config.secret_key)),
+        allow_self_signed: config.security.allow_self_signed_agent_certificates,
+        shutdown: shutdown.clone(),
+    }));
+    // An agent that does not answer is no error of the start: its thread keeps
+    // dialling on the ladder. Only failing to start the dialling ends the start.
+    let dialled = outbound
+        .start_all()
+        .map_err(|e| FatalError(format!("Cannot start the outbound connections: {e}")))?;
+    if dialled > 0 {
+        log::info!("Dialling {dialled} outbound agent(s)");
+    }
+
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
@@ -216,7 +248,9 @@ pub fn run(
         notification_cleanup,
         config_file: Mutex::new(()),
         clients_changed,
-        evaluate: clusters::thread::EvalSender(evaluate),
+        evaluate,
+        session,
+        outbound,
         initial_password: Mutex::new(initial_password),
         config,
         db,

@@ -120,7 +120,48 @@ pub fn find_by_credentials(
     })
 }
 
-/// Records a completed AUTH: when, which agent version, and (inbound) from where.
+/// An outbound client about to be stored: its first session authenticated.
+#[derive(Debug)]
+pub struct NewOutbound {
+    pub id: String,
+    pub hostname: String,
+    /// The address in its stored form (`agents::outbound::Target::stored`).
+    pub target: String,
+    /// The auth token sealed with `auth::sealed` (never the token itself).
+    pub sealed_token: String,
+}
+
+pub fn create_outbound(
+    db: &Db,
+    new: NewOutbound,
+    now: DateTime<Utc>,
+) -> Result<ClientRecord, DbError> {
+    let now = sql_timestamp(now);
+    db.write(move |c| {
+        c.execute(
+            "INSERT INTO clients (id, hostname, connection_mode, auth_token_encrypted, outbound_target_address, created_at, updated_at)
+             VALUES (?1, ?2, 'outbound', ?3, ?4, ?5, ?5)",
+            params![new.id, new.hostname, new.sealed_token, new.target, now],
+        )?;
+        Ok::<_, DbError>(c.query_row("SELECT * FROM clients WHERE id = ?1", [&new.id], from_row)?)
+    })
+}
+
+/// An outbound client's sealed auth token, if the client exists and has one.
+pub fn sealed_token(db: &Db, id: &str) -> Result<Option<String>, DbError> {
+    db.read(|c| {
+        Ok(c.query_row(
+            "SELECT auth_token_encrypted FROM clients WHERE id = ?1 AND connection_mode = 'outbound'",
+            [id],
+            |r| r.get::<_, Option<String>>(0),
+        )
+        .optional()?
+        .flatten())
+    })
+}
+
+/// Records a completed AUTH: when, which agent version, and (inbound) from where;
+/// `last_ip` is `None` for an outbound client, whose address is the one dialled.
 pub fn record_connected(
     db: &Db,
     id: String,

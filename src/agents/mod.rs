@@ -7,6 +7,7 @@
 
 pub mod clients;
 pub mod feed;
+pub mod outbound;
 pub mod readings;
 pub mod registration;
 pub mod registry;

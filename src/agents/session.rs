@@ -128,7 +128,7 @@ pub fn message(text: &str) -> Option<(String, Value)> {
 }
 
 /// AUTH accepted: the connection becomes the client's current one (a previous
-/// one is replaced) and its version and address are stored. Returns the
+/// one is replaced) and its version and (inbound) address are stored. Returns the
 /// connection's id in the registry. Call [`announce_connected`] once AUTH_SUCCESS
 /// went out.
 pub fn authenticated(
@@ -138,6 +138,7 @@ pub fn authenticated(
     source: IpAddr,
     outbox: Outbox<ToSocket>,
 ) -> u64 {
+    let inbound_source = (client.mode == Mode::Inbound).then(|| source.to_string());
     let connection = h
         .agents
         .register(&client.id, auth.capabilities.clone(), outbox);
@@ -145,7 +146,7 @@ pub fn authenticated(
         &h.db,
         client.id.clone(),
         Some(auth.version.clone()),
-        Some(source.to_string()),
+        inbound_source,
         h.clock.now(),
     ) {
         log::error!("Cannot record the connection of {}: {e}", client.id);

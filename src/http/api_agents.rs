@@ -4,9 +4,11 @@
 use super::request::Req;
 use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
+use super::ws_outbound::RegisterError;
 use super::App;
 use crate::activity::{self, Event};
 use crate::agents::clients::{self, ClientError, ClientUpdate, SITE_MAX};
+use crate::agents::outbound;
 use crate::agents::registration::{self, ipv4_text, RegistrationError, DISPLAY_NAME_MAX};
 use crate::auth::Session;
 use crate::config::values::parse_ipv4_net;
@@ -133,6 +135,70 @@ fn nullable(body: &Body, key: &str) -> Result<Option<Option<String>>, ApiError> 
     ))
 }
 
+/// `POST /api/v1/clients/outbound`: the server registers an agent that waits
+/// for it (setup PIN or registration secret), then keeps dialling it.
+pub fn create_outbound(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    let body = Body::parse(&req.body)?;
+    let address = body.required_text("outboundTargetAddress")?;
+    if address.trim().is_empty() {
+        return Err(invalid("outboundTargetAddress", "must not be empty"));
+    }
+    let secret = body.required_text("registrationSecret")?;
+    if secret.trim().is_empty() {
+        return Err(invalid("registrationSecret", "must not be empty"));
+    }
+    let target =
+        outbound::parse_target(&address).map_err(|e| invalid("outboundTargetAddress", e))?;
+    let hostname = body
+        .optional_string("hostname")?
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| address.trim().to_owned());
+    match app.outbound.register(&target, &secret, &hostname) {
+        Ok(client) => {
+            log::info!(
+                "Outbound client {} ({}) created by \"{}\"",
+                client.name(),
+                client.id,
+                session.username
+            );
+            Ok(Resp::ok(
+                &json!({ "id": client.id, "hostname": client.hostname }),
+            ))
+        }
+        Err(RegisterError::NoSealKey) => Err(ApiError::new(
+            500,
+            "secretKey could not be written to the config file, so outbound auth tokens cannot be stored; make the config file writable and restart",
+        )),
+        Err(RegisterError::Agent(reason)) => {
+            log::info!(
+                "Outbound registration at {} failed: {reason}",
+                target.stored()
+            );
+            Err(ApiError::new(
+                503,
+                format!("Could not establish connection to client. {reason}"),
+            ))
+        }
+        Err(RegisterError::Db(e)) => Err(e.into()),
+    }
+}
+
+/// `POST /api/v1/clients/:id/reconnect`: close, drop the pending step, dial now.
+pub fn reconnect(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
+    let id = last(path, 1);
+    let client =
+        clients::get(&app.db, id)?.ok_or_else(|| ApiError::not_found("Client not found"))?;
+    if client.mode != clients::Mode::Outbound {
+        return Err(ApiError::bad_request("Client is not an outbound client"));
+    }
+    if !app.outbound.redial(id) {
+        log::warn!("Outbound client {id} had no dial thread; it is not dialled");
+    }
+    log::info!("Reconnect of {id} asked by \"{}\"", session.username);
+    Ok(Resp::ok(&json!({ "status": "reconnecting" })))
+}
+
 pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
     let id = last(path, 0).to_owned();
     let body = Body::parse(&req.body)?;
@@ -154,7 +220,14 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
             &parse_ipv4_net(&s).map_err(|_| invalid("inboundAllowedIp", IPV4_RULE))?,
         ))),
     };
-    let target = body.optional_string("outboundTargetAddress")?;
+    let target = match body.optional_string("outboundTargetAddress")? {
+        None => None,
+        Some(a) => Some(
+            outbound::parse_target(&a)
+                .map_err(|e| invalid("outboundTargetAddress", e))?
+                .stored(),
+        ),
+    };
     if display_name.is_none() && site.is_none() && allowed.is_none() && target.is_none() {
         return Err(invalid("body", "at least one of displayName, site, inboundAllowedIp, outboundTargetAddress is required"));
     }
@@ -164,7 +237,13 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
         inbound_allowed_ip: allowed,
         outbound_target_address: target,
     };
-    clients::update(&app.db, id.clone(), change, app.clock.now())?;
+    let before = clients::get(&app.db, &id)?;
+    let after = clients::update(&app.db, id.clone(), change, app.clock.now())?;
+    if after.mode == clients::Mode::Outbound
+        && before.and_then(|b| b.outbound_target_address) != after.outbound_target_address
+    {
+        app.outbound.redial(&id);
+    }
     app.broadcast_clients();
     app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientChanged(id));
     Ok(Resp::ok(&json!({ "success": true })))
@@ -173,6 +252,7 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
 pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = last(path, 0).to_owned();
     clients::delete(&app.db, id.clone())?;
+    app.outbound.remove(&id);
     app.agents.close(
         &id,
         crate::agents::registry::DELETED.0,

@@ -17,6 +17,7 @@ pub mod validate;
 pub mod ws;
 pub mod ws_agent;
 pub mod ws_dashboard;
+pub mod ws_outbound;
 
 use crate::auth::{self, AuthFailure, Session};
 use crate::lifecycle::{self, Shutdown};
@@ -262,6 +263,8 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 ("POST", ["api", "v1", "tokens"]) => api_agents::create_token,
                 ("DELETE", ["api", "v1", "tokens", _]) => api_agents::delete_token,
                 ("GET", ["api", "v1", "clients"]) => api_agents::list_clients,
+                ("POST", ["api", "v1", "clients", "outbound"]) => api_agents::create_outbound,
+                ("POST", ["api", "v1", "clients", _, "reconnect"]) => api_agents::reconnect,
                 ("PUT", ["api", "v1", "clients", _]) => api_agents::update_client,
                 ("DELETE", ["api", "v1", "clients", _]) => api_agents::delete_client,
                 ("GET", ["api", "v1", "clients", _, "keepalived"]) => api_agents::client_state,

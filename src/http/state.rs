@@ -54,6 +54,10 @@ pub struct App {
     pub(crate) clients_changed: ClientsChanged,
     /// To the `cluster-eval` thread.
     pub(crate) evaluate: EvalSender,
+    /// The parts an agent session uses, in either direction.
+    pub(crate) session: SessionHandles,
+    /// The `dial:<client>` threads of outbound agents.
+    pub outbound: Arc<super::ws_outbound::Dialer>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,
@@ -103,16 +107,7 @@ impl App {
 
     /// What an agent session uses (see `agents::session`).
     pub fn session_handles(&self) -> SessionHandles {
-        SessionHandles {
-            db: self.db.clone(),
-            clock: self.clock.clone(),
-            agents: self.agents.clone(),
-            readings: self.readings.clone(),
-            hub: self.hub.clone(),
-            activity: self.activity.clone(),
-            clients_changed: self.clients_changed.clone(),
-            evaluator: Arc::new(self.evaluate.clone()),
-        }
+        self.session.clone()
     }
 
     /// Tells the cluster evaluator something changed; never blocks.

@@ -25,10 +25,16 @@ pub const HEARTBEAT_SECS: i64 = 30;
 /// Longest single wait, so that a driven clock is looked at often enough.
 const MAX_WAIT: Duration = Duration::from_millis(500);
 
-type Stream = Box<dyn tiny_http::ReadWrite + Send>;
+/// What a WebSocket runs over: tiny_http's upgraded stream (sockets agents and
+/// dashboards opened) or a stream we dialled (outbound agents).
+pub trait ReadWrite: std::io::Read + std::io::Write {}
+impl<T: std::io::Read + std::io::Write> ReadWrite for T {}
 
-/// Small buffers: a thousand agent sockets must cost little memory.
-fn config() -> WebSocketConfig {
+pub type Stream = Box<dyn ReadWrite + Send>;
+
+/// Small buffers: a thousand agent sockets must cost little memory. The same
+/// for sockets we accept and sockets we dial.
+pub fn ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(4 * 1024)
         .write_buffer_size(0)
@@ -84,7 +90,7 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
     let response = tiny_http::Response::empty(101).with_header(
         tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
     );
-    let stream = rq.upgrade("websocket", response);
+    let stream: Stream = Box::new(rq.upgrade("websocket", response));
     // Frames are small and latency matters more than packet count.
     // SAFETY: the descriptor belongs to the upgraded stream we now hold.
     let _ = nix::sys::socket::setsockopt(
@@ -97,7 +103,19 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
         return None;
     }
     Some(WsSocket {
-        ws: WebSocket::from_raw_socket(stream, Role::Server, Some(config())),
+        ws: WebSocket::from_raw_socket(stream, Role::Server, Some(ws_config())),
+        peer,
+        fd,
+        pending: false,
+    })
+}
+
+/// A socket we dialled whose handshake is done (outbound agents): from now on
+/// non-blocking and polled like the sockets we accepted.
+pub fn dialled(ws: WebSocket<Stream>, fd: RawFd, peer: SocketAddr) -> Result<WsSocket, String> {
+    set_nonblocking(fd).map_err(|e| format!("cannot make the socket non-blocking: {e}"))?;
+    Ok(WsSocket {
+        ws,
         peer,
         fd,
         pending: false,
@@ -157,6 +175,27 @@ impl WsSocket {
                     return out;
                 }
             }
+        }
+    }
+
+    /// Waits up to `timeout` for one message, before any session loop runs
+    /// (the first AUTH of a new outbound client). `None`: nothing yet.
+    pub fn receive_one(&mut self, timeout: Duration) -> Option<Received> {
+        // SAFETY: the descriptor is open for as long as `self` holds the stream.
+        let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let mut fds = [PollFd::new(sock, PollFlags::POLLIN)];
+        let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
+        let _ = poll(&mut fds, PollTimeout::from(ms));
+        loop {
+            return match self.ws.read() {
+                Ok(Message::Text(t)) => Some(Received::Text(t.as_str().to_owned())),
+                Ok(Message::Pong(_)) => Some(Received::Pong),
+                Ok(Message::Close(_)) => Some(Received::Closed),
+                // A ping (answered on the next write) or a binary frame: read on.
+                Ok(_) => continue,
+                Err(e) if would_block(&e) => None,
+                Err(_) => Some(Received::Closed),
+            };
         }
     }
 

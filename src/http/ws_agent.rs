@@ -9,7 +9,7 @@ use super::conns::ConnTracker;
 use super::request::percent_decode;
 use super::ws::{self, Flow, Session, WsSocket};
 use super::App;
-use crate::agents::clients::ClientRecord;
+use crate::agents::clients::{ClientRecord, Mode};
 use crate::agents::session::{self, SessionHandles};
 use crate::config::values::canonical_ip;
 use crate::live::{self, envelope, ToSocket};
@@ -23,7 +23,7 @@ pub const AUTH_WINDOW_SECS: i64 = 5;
 /// Messages waiting for one agent socket before it counts as stuck. Only state
 /// requests and close orders go this way; a bounded channel allocates every slot
 /// up front, so a small queue keeps a thousand sockets cheap.
-const QUEUE: usize = 32;
+pub const QUEUE: usize = 32;
 
 /// Takes over an upgrade request. The handshake and stages 1 to 5 run here on
 /// the HTTP worker, so the SQLite lookup never touches (and keeps resident) the
@@ -106,18 +106,56 @@ fn serve(
             return;
         }
     };
-    let stage = Stage::AwaitingAuth {
+    serve_session(
+        handles,
+        socket,
+        (outbox, inbox),
         client,
-        until: auth_until,
-    };
+        source,
+        First::AwaitAuth(auth_until),
+    );
+}
+
+/// Where a session starts.
+pub enum First {
+    /// The agent must send AUTH before this time (the spec's stage 6).
+    AwaitAuth(DateTime<Utc>),
+    /// AUTH was already read (the first session of a new outbound client, read
+    /// before the client was stored).
+    Received(session::Auth),
+}
+
+/// Runs one agent socket, in either direction, until it ends. `queue` is the
+/// socket's queue: its outbox goes to the agent registry at AUTH; the caller
+/// may keep a clone (outbound dialling closes the socket through it).
+pub fn serve_session(
+    handles: SessionHandles,
+    mut socket: WsSocket,
+    queue: (live::Outbox<ToSocket>, live::Inbox<ToSocket>),
+    client: ClientRecord,
+    source: IpAddr,
+    first: First,
+) {
+    let (outbox, inbox) = queue;
     let clock = handles.clock.clone();
     let mut socket_session = AgentSocket {
         handles,
-        stage,
+        stage: Stage::AwaitingAuth {
+            client: client.clone(),
+            until: clock.now(),
+        },
         source,
         outbox: Some(outbox),
         connection: None,
     };
+    match first {
+        First::AwaitAuth(until) => socket_session.stage = Stage::AwaitingAuth { client, until },
+        First::Received(auth) => match socket_session.accept_auth(&mut socket, client, auth) {
+            Flow::Continue => {}
+            Flow::Close(code, reason) => return socket.close(code, reason),
+            Flow::End => return,
+        },
+    }
     ws::run(socket, &inbox, &clock, &mut socket_session);
     socket_session.ended();
 }
@@ -186,6 +224,16 @@ impl AgentSocket {
         let Some(auth) = session::parse_auth(&payload) else {
             return Flow::Close(4000, "Invalid payload");
         };
+        self.accept_auth(socket, client, auth)
+    }
+
+    /// AUTH accepted: register, AUTH_SUCCESS, tell everyone.
+    fn accept_auth(
+        &mut self,
+        socket: &mut WsSocket,
+        client: ClientRecord,
+        auth: session::Auth,
+    ) -> Flow {
         let Some(outbox) = self.outbox.take() else {
             return Flow::End;
         };
@@ -205,14 +253,15 @@ impl AgentSocket {
         {
             return Flow::End;
         }
+        let mode = connection_mode(&client);
         log::info!(
-            "Agent {} ({}) connected from {}, version {}",
+            "Agent {} ({}) connected ({mode}) from {}, version {}",
             client.name(),
             client.id,
             self.source,
             auth.version
         );
-        session::announce_connected(&self.handles, &client, &auth, "inbound");
+        session::announce_connected(&self.handles, &client, &auth, mode);
         self.stage = Stage::Authenticated { client };
         Flow::Continue
     }
@@ -249,7 +298,14 @@ impl AgentSocket {
     fn ended(&self) {
         if let (Stage::Authenticated { client }, Some(connection)) = (&self.stage, self.connection)
         {
-            session::ended(&self.handles, client, connection, "inbound");
+            session::ended(&self.handles, client, connection, connection_mode(client));
         }
+    }
+}
+
+fn connection_mode(client: &ClientRecord) -> &'static str {
+    match client.mode {
+        Mode::Inbound => "inbound",
+        Mode::Outbound => "outbound",
     }
 }

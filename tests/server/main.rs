@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod config;
 mod http;
+mod outbound;
 mod settings;
 mod timing;
 mod users;
