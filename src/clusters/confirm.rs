@@ -66,9 +66,19 @@ struct Pending {
 struct Tracked {
     confirmed: Confirmed,
     pending: Option<Pending>,
-    /// Until then the cluster is still being seen for the first time: its roles
-    /// are taken silently as its hosts' first readings come in.
-    settling_until: Option<DateTime<Utc>>,
+    /// While the cluster is still being seen for the first time: its members'
+    /// first reports contribute their roles silently.
+    settling: Option<Settling>,
+}
+
+/// The first master-down interval of a newly seen cluster (rule 4, held while
+/// its hosts' first readings come in).
+#[derive(Debug, Clone)]
+struct Settling {
+    until: DateTime<Utc>,
+    /// Members whose role has been taken into the confirmed roles (each was live
+    /// here at least once): any later report of theirs is a change like any other.
+    seen: BTreeSet<String>,
 }
 
 impl Confirmed {
@@ -253,13 +263,36 @@ fn master_of(roles: &Roles, cluster: &Cluster) -> Option<(String, String)> {
     }
 }
 
-/// The roles as observed become the confirmed ones, without a report.
-fn take_roles_silently(confirmed: &mut Confirmed, observed: &Observed, cluster: &Cluster) {
-    if observed.roles == Roles::Unknown || observed.roles == confirmed.roles {
+/// The first reports of members not seen before add their roles to the
+/// confirmed ones, without a report, as if they had been there when the cluster
+/// was first seen: a MASTER joins the confirmed masters, anything else adds no
+/// master (and makes "nobody live" into "nobody MASTER"). Only the newcomers'
+/// roles move: what members already seen report is compared as usual.
+fn take_first_reports(confirmed: &mut Confirmed, seen: &mut BTreeSet<String>, cluster: &Cluster) {
+    let before = confirmed.roles.clone();
+    for m in cluster.members.iter().filter(|m| m.live()) {
+        if !seen.insert(m.client_id.clone()) {
+            continue;
+        }
+        let mut masters: Vec<String> = match &confirmed.roles {
+            Roles::Unknown | Roles::None => Vec::new(),
+            Roles::One(id) => vec![id.clone()],
+            Roles::Several(ids) => ids.clone(),
+        };
+        if m.state() == "MASTER" && !masters.contains(&m.client_id) {
+            masters.push(m.client_id.clone());
+        }
+        masters.sort();
+        confirmed.roles = match masters.len() {
+            0 => Roles::None,
+            1 => Roles::One(masters.remove(0)),
+            _ => Roles::Several(masters),
+        };
+    }
+    if confirmed.roles == before {
         return;
     }
-    confirmed.roles = observed.roles.clone();
-    if let Some(master) = master_of(&observed.roles, cluster) {
+    if let Some(master) = master_of(&confirmed.roles, cluster) {
         confirmed.master_alone = Some(master);
     }
     confirmed.cluster = cluster_data(cluster);
@@ -289,7 +322,7 @@ impl Evaluator {
                         Tracked {
                             confirmed,
                             pending: None,
-                            settling_until: None,
+                            settling: None,
                         },
                     )
                 })
@@ -375,29 +408,34 @@ impl Evaluator {
             out.changed.push(cluster.key.clone());
         }
         let tracked = self.clusters.entry(cluster.key.clone()).or_insert_with(|| {
-            // First sighting: the roles are taken silently and the health starts
-            // from ok, so an unhealthy cluster still opens an incident.
+            // First sighting: nothing is confirmed yet; the roles come from the
+            // members' first reports below and the health starts from ok, so an
+            // unhealthy cluster still opens an incident.
             Tracked {
                 confirmed: Confirmed {
-                    roles: observed.roles.clone(),
-                    master_alone: master_of(&observed.roles, cluster),
+                    roles: Roles::Unknown,
+                    master_alone: None,
                     health: IncidentHealth::Ok,
                     incident: None,
                     cluster: cluster_data(cluster),
                 },
                 pending: None,
-                settling_until: Some(now + master_down_interval(cluster)),
+                settling: Some(Settling {
+                    until: now + master_down_interval(cluster),
+                    seen: BTreeSet::new(),
+                }),
             }
         });
         // Hosts rarely report in the same instant: a backup whose first reading
         // comes before its master's would otherwise make the master's arrival a
-        // failover. For one master-down interval the roles keep being taken
-        // silently, as at the first sighting (the health still starts from ok).
-        if let Some(until) = tracked.settling_until {
-            if now < until && observed.health != IncidentHealth::NoStatement {
-                take_roles_silently(&mut tracked.confirmed, &observed, cluster);
-            } else if now >= until {
-                tracked.settling_until = None;
+        // failover. For one master-down interval a member's first report is taken
+        // silently, as at the first sighting; a member already seen changing its
+        // role is a change like any other (issue 13).
+        if let Some(settling) = &mut tracked.settling {
+            if now < settling.until {
+                take_first_reports(&mut tracked.confirmed, &mut settling.seen, cluster);
+            } else {
+                tracked.settling = None;
             }
         }
         let target = target_of(&observed, &tracked.confirmed);
@@ -871,6 +909,100 @@ mod tests {
         let out = sim.settle();
         assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
         assert_eq!(out.events[0].data["previousMaster"], "a");
+    }
+
+    /// Issue 13: a change of a member already seen is reported even inside the
+    /// first master-down interval; only first reports are taken silently.
+    fn change_within_the_first_interval(changes: &[(&str, &'static str)]) -> Outcome {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        assert!(sim.at(0).events.is_empty(), "first sighting");
+        sim.now += Duration::milliseconds(1000);
+        for (host, state) in changes {
+            sim.state(host, state);
+        }
+        let out = sim.settle();
+        assert!(
+            sim.at(10_000).events.is_empty() && sim.at(60_000).events.is_empty(),
+            "reported once"
+        );
+        out
+    }
+
+    #[test]
+    fn a_failover_within_the_first_interval_is_reported_once() {
+        let out = change_within_the_first_interval(&[("a", "BACKUP"), ("b", "MASTER")]);
+        assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
+        assert_eq!(out.events[0].client_id.as_deref(), Some("id-b"));
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+        assert_eq!(out.events[0].data["cluster"]["master"], "b");
+    }
+
+    #[test]
+    fn a_split_brain_within_the_first_interval_is_reported_once() {
+        let out = change_within_the_first_interval(&[("b", "MASTER")]);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.split_brain", "vrrp.incident_opened"]
+        );
+        assert_eq!(out.events[0].client_id.as_deref(), Some("id-a"));
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+        assert_eq!(
+            out.events[1].data["incident"]["reasons"][0]["type"],
+            "split-brain"
+        );
+    }
+
+    #[test]
+    fn a_master_lost_within_the_first_interval_is_reported_once() {
+        let out = change_within_the_first_interval(&[("a", "BACKUP")]);
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.master_lost", "vrrp.incident_opened"]
+        );
+        assert_eq!(out.events[0].client_id.as_deref(), Some("id-a"));
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+        assert_eq!(out.events[1].data["incident"]["health"], "no-master");
+    }
+
+    #[test]
+    fn a_master_whose_keepalived_stops_within_the_first_interval_is_lost() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        assert!(sim.at(0).events.is_empty());
+        sim.now += Duration::milliseconds(500);
+        sim.hosts.get_mut("a").unwrap().reporting = false;
+        let out = sim.settle();
+        assert_eq!(
+            Sim::kinds(&out),
+            ["vrrp.master_lost", "vrrp.incident_opened"]
+        );
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+    }
+
+    #[test]
+    fn a_newcomer_taking_over_from_a_master_seen_going_away_is_a_failover() {
+        // a was seen as master; c's first report (MASTER) is taken silently, but
+        // a stepping down is a change: from a to c.
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        assert!(sim.at(0).events.is_empty());
+        sim.now += Duration::milliseconds(1000);
+        sim.state("a", "BACKUP");
+        sim.join("c", "MASTER");
+        let out = sim.settle();
+        assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
+        assert_eq!(out.events[0].client_id.as_deref(), Some("id-c"));
+        assert_eq!(out.events[0].data["previousMaster"], "a");
+    }
+
+    #[test]
+    fn a_cluster_first_seen_in_split_brain_opens_its_incident_without_a_role_event() {
+        // Rule 4: the roles it is first seen with are taken silently, the health
+        // starts from ok; the second master's first report is part of that.
+        let mut sim = Sim::new(&[("a", "MASTER")]);
+        assert!(sim.at(0).events.is_empty());
+        sim.join("b", "MASTER");
+        let out = sim.settle();
+        assert_eq!(Sim::kinds(&out), ["vrrp.incident_opened"]);
+        assert_eq!(out.events[0].data["incident"]["health"], "split-brain");
     }
 
     #[test]

@@ -5,6 +5,7 @@ mod harness;
 mod agents;
 mod auth;
 mod config;
+mod first_sighting;
 mod http;
 mod outbound;
 mod settings;
