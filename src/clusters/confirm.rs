@@ -57,9 +57,13 @@ struct Pending {
     target: Target,
     first_seen: DateTime<Utc>,
     due: DateTime<Utc>,
-    requested: bool,
-    /// When this change needs another look even if nothing arrives.
-    wake: DateTime<Utc>,
+    /// The look after the readings were asked for (set when they are asked for,
+    /// once per pending change).
+    follow_up: Option<DateTime<Utc>>,
+    /// When this change needs another look even if nothing arrives: the end of
+    /// the interval, then the follow-up; after that only a reading or a
+    /// connection change can complete it, and each brings its own evaluation.
+    wake: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone)]
@@ -347,7 +351,7 @@ impl Evaluator {
     pub fn next_wake(&self) -> Option<DateTime<Utc>> {
         self.clusters
             .values()
-            .filter_map(|t| t.pending.as_ref().map(|p| p.wake))
+            .filter_map(|t| t.pending.as_ref().and_then(|p| p.wake))
             .min()
     }
 
@@ -454,8 +458,8 @@ impl Evaluator {
                 target,
                 first_seen: now,
                 due: now + interval,
-                requested: false,
-                wake: now + interval,
+                follow_up: None,
+                wake: Some(now + interval),
             },
         };
         let live: Vec<&Member> = cluster.members.iter().filter(|m| m.live()).collect();
@@ -478,8 +482,13 @@ impl Evaluator {
             return;
         }
         let mut pending = pending;
-        if now >= pending.due && !pending.requested {
-            pending.requested = true;
+        if now >= pending.due && pending.follow_up.is_none() {
+            let planned = pending.due + Duration::milliseconds(FOLLOW_UP_MS);
+            pending.follow_up = Some(if planned > now {
+                planned
+            } else {
+                now + Duration::milliseconds(FOLLOW_UP_MS)
+            });
             for m in owing {
                 let recent = self
                     .last_request
@@ -491,17 +500,15 @@ impl Evaluator {
                 }
             }
         }
-        let wake = if now < pending.due {
-            pending.due
+        // Nothing but time can move a change before its interval ends or its
+        // follow-up; after the follow-up only readings and connection changes
+        // can, and those are evaluated as they come: looking again every few
+        // hundred ms while an agent stays silent would only burn CPU.
+        pending.wake = if now < pending.due {
+            Some(pending.due)
         } else {
-            pending.due + Duration::milliseconds(FOLLOW_UP_MS)
+            pending.follow_up.filter(|f| *f > now)
         };
-        let wake = if wake <= now {
-            now + Duration::milliseconds(FOLLOW_UP_MS)
-        } else {
-            wake
-        };
-        pending.wake = wake;
         tracked.pending = Some(pending);
     }
 }
@@ -1061,6 +1068,28 @@ mod tests {
         assert_eq!(e.data["cluster"]["master"], "b");
         assert_eq!(e.data["cluster"]["members"].as_array().unwrap().len(), 2);
         assert!(sim.at(5000).events.is_empty(), "reported once");
+    }
+
+    #[test]
+    fn after_the_follow_up_a_silent_agent_is_waited_for_without_wake_ups() {
+        let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+        sim.seen();
+        sim.state("a", "BACKUP");
+        sim.state("b", "MASTER");
+        sim.at(0);
+        let out = sim.at(4000);
+        assert_eq!(out.requests, ["id-a", "id-b"]);
+        assert_eq!(out.wake_at, Some(sim.now + Duration::milliseconds(250)));
+        let out = sim.at(250);
+        assert!(out.events.is_empty());
+        assert_eq!(out.wake_at, None, "the follow-up was the last look by time");
+        assert_eq!(sim.evaluator.pending_keys(), ["|51|192.0.2.0/24"]);
+        // The answers (or the agents' resends) complete it when they come.
+        sim.now += Duration::seconds(20);
+        sim.readings();
+        let out = sim.at(0);
+        assert_eq!(Sim::kinds(&out), ["vrrp.master_changed"]);
+        assert_eq!(out.wake_at, None);
     }
 
     #[test]
