@@ -15,7 +15,7 @@
 use chrono::{DateTime, Duration, TimeZone, Utc};
 use proptest::prelude::*;
 use proptest::test_runner::{RngAlgorithm, TestCaseError};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use vrrp_monitor::activity::Event;
 use vrrp_monitor::clock::iso;
@@ -103,8 +103,9 @@ struct Incarnation {
     ever_live: BTreeSet<String>,
     /// The last host that was confirmed master alone: (client id, host).
     last_sole: Option<(String, String)>,
-    /// Incidents opened and not resolved (correlation ids).
-    open: BTreeSet<String>,
+    /// Incidents opened and not resolved: correlation id, and the health and
+    /// number of reasons its last event carried.
+    open: BTreeMap<String, (String, usize)>,
 }
 
 /// The part of a confirmed state the checks look at.
@@ -136,6 +137,10 @@ struct World {
     grouped: Option<Vec<Cluster>>,
     /// Hosts whose members need patching.
     dirty: BTreeSet<usize>,
+    /// The grouping was built anew since the last evaluation: evaluate all.
+    regrouped: bool,
+    /// Clusters patched since the last evaluation.
+    touched: BTreeSet<String>,
     event_ids: BTreeSet<String>,
     closed: BTreeSet<String>,
     clusters: BTreeMap<String, Incarnation>,
@@ -183,6 +188,8 @@ impl World {
             wake: None,
             grouped: None,
             dirty: BTreeSet::new(),
+            regrouped: false,
+            touched: BTreeSet::new(),
             event_ids: BTreeSet::new(),
             closed: BTreeSet::new(),
             clusters: BTreeMap::new(),
@@ -197,6 +204,7 @@ impl World {
             let views: Vec<HostView> = self.hosts.keys().map(|&i| self.view(i)).collect();
             self.grouped = Some(group(&views));
             self.dirty.clear();
+            self.regrouped = true;
             return;
         };
         for i in std::mem::take(&mut self.dirty) {
@@ -216,6 +224,7 @@ impl World {
                 }
                 if touched {
                     rejudge(cluster);
+                    self.touched.insert(cluster.key.clone());
                 }
             }
         }
@@ -354,6 +363,8 @@ impl World {
         self.evaluator = Evaluator::restore(states);
         self.asked.clear();
         self.wake = None;
+        // The thread builds its grouping anew at start and evaluates everything.
+        self.grouped = None;
         for inc in self.clusters.values_mut() {
             // Restored clusters are no longer being seen for the first time.
             inc.window_until = None;
@@ -371,17 +382,34 @@ impl World {
         result
     }
 
+    /// Like the thread: every cluster after the grouping was built anew (that is
+    /// when one can be gone), else only those patched or with a change pending.
     fn evaluate_with(&mut self, clusters: &[Cluster]) -> Result<(), TestCaseError> {
-        let keys: BTreeSet<String> = clusters
-            .iter()
-            .map(|c| c.key.clone())
-            .chain(self.clusters.keys().cloned())
-            .collect();
+        let touched = std::mem::take(&mut self.touched);
+        let subset: Option<Vec<Cluster>> = (!std::mem::take(&mut self.regrouped)).then(|| {
+            let pending: BTreeSet<String> = self.evaluator.pending_keys().into_iter().collect();
+            clusters
+                .iter()
+                .filter(|c| touched.contains(&c.key) || pending.contains(&c.key))
+                .cloned()
+                .collect()
+        });
+        let keys: BTreeSet<String> = match &subset {
+            Some(subset) => subset.iter().map(|c| c.key.clone()).collect(),
+            None => clusters
+                .iter()
+                .map(|c| c.key.clone())
+                .chain(self.clusters.keys().cloned())
+                .collect(),
+        };
         let before: BTreeMap<String, Snapshot> = keys
             .iter()
             .filter_map(|k| Some((k.clone(), Snapshot::of(self.evaluator.confirmed(k)?))))
             .collect();
-        let out = self.evaluator.evaluate(clusters, self.now);
+        let out = match &subset {
+            Some(subset) => self.evaluator.evaluate_some(subset, self.now),
+            None => self.evaluator.evaluate(clusters, self.now),
+        };
         self.evaluations += 1;
         self.wake = out.wake_at;
         self.asked.extend(out.requests.iter().cloned());
@@ -609,8 +637,12 @@ impl World {
             after.health,
             &after.incident
         );
-        let confirmed_open: BTreeSet<String> = after.incident.iter().cloned().collect();
-        prop_assert_eq!(&inc.open, &confirmed_open, "open incidents");
+        let open: Vec<&String> = inc.open.keys().collect();
+        prop_assert_eq!(
+            open,
+            after.incident.iter().collect::<Vec<_>>(),
+            "open incidents"
+        );
         prop_assert!(after.health != IncidentHealth::NoStatement);
 
         inc.ever_live
@@ -646,6 +678,28 @@ impl World {
                 "{} after the resolution",
                 e.kind
             );
+            let i = &e.data["incident"];
+            let health = i["health"].as_str().map(str::to_owned);
+            let reasons = i["reasons"].as_array().map_or(0, Vec::len);
+            let texts = |key: &str| -> Vec<String> {
+                i[key].as_array().map_or_else(Vec::new, |a| {
+                    a.iter()
+                        .filter_map(|t| t.as_str().map(str::to_owned))
+                        .collect()
+                })
+            };
+            let previous = i["previousHealth"].as_str().unwrap_or_default().to_owned();
+            if e.kind != "vrrp.incident_resolved" {
+                prop_assert!(reasons > 0, "{} without a reason", e.kind);
+                prop_assert_eq!(
+                    i["history"]
+                        .as_array()
+                        .and_then(|h| h.last())
+                        .and_then(Value::as_str),
+                    health.as_deref(),
+                    "the history ends with the health"
+                );
+            }
             match e.kind.as_str() {
                 "vrrp.incident_opened" => {
                     prop_assert!(
@@ -653,13 +707,42 @@ impl World {
                         "a second incident opened while {:?} is open",
                         inc.open
                     );
-                    inc.open.insert(id);
+                    prop_assert_eq!(previous, "ok");
+                    inc.open.insert(id, (health.unwrap_or_default(), reasons));
                 }
                 "vrrp.incident_updated" => {
-                    prop_assert!(inc.open.contains(&id), "update of {id}, not opened");
+                    let Some((last_health, last_reasons)) = inc.open.get_mut(&id) else {
+                        return Err(TestCaseError::fail(format!("update of {id}, not opened")));
+                    };
+                    let (added, cleared) = (texts("added"), texts("cleared"));
+                    prop_assert_eq!(&previous, &*last_health, "previousHealth");
+                    let health = health.unwrap_or_default();
+                    prop_assert!(
+                        health != previous || !added.is_empty() || !cleared.is_empty(),
+                        "an update that changes nothing"
+                    );
+                    prop_assert_eq!(
+                        reasons + cleared.len(),
+                        *last_reasons + added.len(),
+                        "reasons = before - cleared + added: {:?}",
+                        i
+                    );
+                    *last_health = health;
+                    *last_reasons = reasons;
                 }
                 "vrrp.incident_resolved" => {
-                    prop_assert!(inc.open.remove(&id), "resolution of {id}, not opened");
+                    let Some((last_health, _)) = inc.open.remove(&id) else {
+                        return Err(TestCaseError::fail(format!(
+                            "resolution of {id}, not opened"
+                        )));
+                    };
+                    prop_assert_eq!(&previous, &last_health, "previousHealth");
+                    prop_assert_eq!(reasons, 0, "a resolution has no reasons");
+                    match i["resolution"].as_str() {
+                        Some("recovered") => prop_assert_eq!(health.as_deref(), Some("ok")),
+                        Some("removed") => prop_assert_eq!(health, None),
+                        other => return Err(TestCaseError::fail(format!("resolution {other:?}"))),
+                    }
                     self.closed.insert(id);
                 }
                 other => return Err(TestCaseError::fail(format!("unknown kind {other}"))),
