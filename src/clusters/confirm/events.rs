@@ -1,0 +1,166 @@
+//! The events of a confirmed change: role events (`vrrp.master_changed`,
+//! `vrrp.split_brain`, `vrrp.master_lost`) first, then the incident's, all with
+//! the same `data.cluster`; and the `data.cluster` and subject they carry.
+
+use super::incidents;
+use super::pending::Pending;
+use super::Confirmed;
+use crate::activity::Event;
+use crate::clock::iso;
+use crate::clusters::observe::Roles;
+use crate::clusters::{Cluster, Member};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+use vrrp_protocol::ActivityLevel;
+
+pub(super) fn event(
+    kind: &str,
+    level: ActivityLevel,
+    subject_member: Option<&Member>,
+    occurred_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    data: Value,
+    correlation: Option<String>,
+) -> Event {
+    let mut e = Event::server(
+        kind,
+        level,
+        subject_member.map(|m| m.client_id.clone()),
+        data,
+        now,
+    );
+    e.occurred_at = iso(occurred_at);
+    e.correlation_id = correlation;
+    if let Some(m) = subject_member {
+        let mut subject = Map::new();
+        subject.insert("instanceName".into(), json!(instance_name(m)));
+        subject.insert(
+            "vrid".into(),
+            m.instance.get("vrid").cloned().unwrap_or(Value::Null),
+        );
+        subject.insert(
+            "interface".into(),
+            m.instance.get("interface").cloned().unwrap_or(Value::Null),
+        );
+        e.subject = subject;
+    }
+    e
+}
+
+pub(super) fn instance_name(m: &Member) -> String {
+    m.instance
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `data.cluster`: the same in every event of a change.
+pub fn cluster_data(cluster: &Cluster) -> Value {
+    let live_masters: Vec<&Member> = cluster
+        .members
+        .iter()
+        .filter(|m| m.live() && m.state() == "MASTER")
+        .collect();
+    json!({
+        "site": cluster.site,
+        "vrid": cluster.vrid,
+        "networks": cluster.networks,
+        "vips": cluster.vips,
+        "health": cluster.health.as_str(),
+        "master": if live_masters.len() == 1 { json!(live_masters[0].host) } else { Value::Null },
+        "masters": live_masters.iter().map(|m| m.host.clone()).collect::<Vec<_>>(),
+        "members": cluster.members.iter().map(|m| json!({
+            "host": m.host,
+            "clientId": m.client_id,
+            "instanceName": instance_name(m),
+            "state": m.state(),
+            "priority": m.instance.get("priority").cloned().unwrap_or(Value::Null),
+            "effectivePriority": m.instance.get("effectivePriority").cloned().unwrap_or(Value::Null),
+            "online": m.online,
+            "reporting": m.reporting,
+            "readAt": m.read_at,
+            "vips": m.instance.get("vips").cloned().unwrap_or(json!([])),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// Makes every event of a confirmed change, role events first, and moves the
+/// confirmed state on.
+pub(super) fn confirm(
+    confirmed: &mut Confirmed,
+    pending: &Pending,
+    cluster: &Cluster,
+    now: DateTime<Utc>,
+    events: &mut Vec<Event>,
+) {
+    let data_cluster = cluster_data(cluster);
+    let member = |id: &str| cluster.members.iter().find(|m| m.client_id == id);
+    let previous_master = confirmed
+        .master_alone
+        .as_ref()
+        .map(|(_, host)| host.clone());
+    let target = &pending.target;
+
+    if target.roles != confirmed.roles {
+        let role_data = json!({ "cluster": data_cluster, "previousMaster": previous_master });
+        match &target.roles {
+            Roles::One(id) => {
+                let m = member(id);
+                let was_other = !matches!(&confirmed.roles, Roles::One(prev) if prev == id);
+                if was_other {
+                    // For a new master, keepalived's own last transition.
+                    let at = m
+                        .and_then(|m| m.instance.get("lastTransition").and_then(Value::as_str))
+                        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+                        .map_or(pending.first_seen, |t| t.with_timezone(&Utc));
+                    events.push(event(
+                        "vrrp.master_changed",
+                        ActivityLevel::Info,
+                        m,
+                        at,
+                        now,
+                        role_data,
+                        None,
+                    ));
+                }
+                confirmed.master_alone = m.map(|m| (id.clone(), m.host.clone()));
+            }
+            Roles::Several(ids) => {
+                let first = ids
+                    .iter()
+                    .filter_map(|id| member(id))
+                    .min_by(|a, b| a.host.cmp(&b.host));
+                events.push(event(
+                    "vrrp.split_brain",
+                    ActivityLevel::Info,
+                    first,
+                    pending.first_seen,
+                    now,
+                    role_data,
+                    None,
+                ));
+            }
+            Roles::None => {
+                let previous = confirmed
+                    .master_alone
+                    .as_ref()
+                    .and_then(|(id, _)| member(id));
+                events.push(event(
+                    "vrrp.master_lost",
+                    ActivityLevel::Info,
+                    previous,
+                    pending.first_seen,
+                    now,
+                    role_data,
+                    None,
+                ));
+            }
+            Roles::Unknown => {}
+        }
+        confirmed.roles = target.roles.clone();
+    }
+
+    incidents::confirm_health(confirmed, pending, cluster, &data_cluster, now, events);
+    confirmed.cluster = data_cluster;
+}

@@ -1,0 +1,370 @@
+//! The cluster evaluator: turns what is observed into confirmed changes and the
+//! events they make (issue 6's state machine), without I/O.
+//!
+//! [`Evaluator::evaluate`] takes the clusters as they are now and the time, and
+//! returns the events to record, the agents to ask for a fresh reading, and when
+//! to look again. A difference from the confirmed state is first pending; it is
+//! confirmed once every live member has delivered a reading after the master-down
+//! interval (3 x advert_int + 1 s) since it was first seen (`unreachable` after
+//! 60 s), and dropped without report if it disappears before.
+//!
+//! - `pending`: what a change is (the target), and its pending life until it
+//!   counts: interval, readings owed, requests, wake-ups.
+//! - `events`: the events of a confirmed change, role events first.
+//! - `incidents`: the incident bookkeeping of a confirmed change (opened,
+//!   updated, resolved).
+//! - `tests`: the state machine on a driven clock.
+
+use crate::activity::Event;
+use crate::clusters::observe::{observe, Finding, IncidentHealth, Roles};
+use crate::clusters::{Cluster, Member};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+mod events;
+mod incidents;
+mod pending;
+#[cfg(test)]
+mod tests;
+
+pub use events::cluster_data;
+pub use incidents::Incident;
+use pending::{differs, target_of, Look, Pending};
+
+/// `unreachable` has no agent to deliver a reading; it counts once it lasted this long.
+pub const UNREACHABLE_SECS: i64 = 60;
+/// Margin after the interval before looking again for the readings asked for.
+pub const FOLLOW_UP_MS: i64 = 250;
+
+/// The confirmed part of a cluster's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Confirmed {
+    pub roles: Roles,
+    /// The last host that was master alone: (client id, host).
+    pub master_alone: Option<(String, String)>,
+    /// Incident health as confirmed (`ok` when none is open).
+    pub health: IncidentHealth,
+    pub incident: Option<Incident>,
+    /// `data.cluster` as last confirmed (for a resolution by removal).
+    pub cluster: Value,
+}
+
+#[derive(Debug, Clone)]
+struct Tracked {
+    confirmed: Confirmed,
+    pending: Option<Pending>,
+    /// While the cluster is still being seen for the first time: its members'
+    /// first reports contribute their roles silently.
+    settling: Option<Settling>,
+}
+
+/// The first master-down interval of a newly seen cluster (rule 4, held while
+/// its hosts' first readings come in).
+#[derive(Debug, Clone)]
+struct Settling {
+    until: DateTime<Utc>,
+    /// Members whose role has been taken into the confirmed roles (each was live
+    /// here at least once): any later report of theirs is a change like any other.
+    seen: BTreeSet<String>,
+}
+
+impl Confirmed {
+    /// The persisted form.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "roles": self.roles.to_json(),
+            "masterAlone": self.master_alone.as_ref().map(|(id, host)| json!([id, host])),
+            "health": self.health.as_str(),
+            "incident": self.incident.as_ref().map(|i| json!({
+                "id": i.id,
+                "history": i.history,
+                "openedAt": crate::clock::iso(i.opened_at),
+                "findings": i.findings.values().map(Finding::to_json).collect::<Vec<_>>(),
+            })),
+            "cluster": self.cluster,
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Option<Confirmed> {
+        let incident = match &v["incident"] {
+            Value::Null => None,
+            i => Some(Incident {
+                id: i["id"].as_str()?.to_owned(),
+                history: i["history"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|h| h.as_str().map(str::to_owned))
+                    .collect(),
+                opened_at: DateTime::parse_from_rfc3339(i["openedAt"].as_str()?)
+                    .ok()?
+                    .with_timezone(&Utc),
+                findings: i["findings"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(Finding::from_json)
+                    .map(|f| (f.identity(), f))
+                    .collect(),
+            }),
+        };
+        Some(Confirmed {
+            roles: Roles::from_json(&v["roles"])?,
+            master_alone: v["masterAlone"].as_array().and_then(|a| {
+                Some((
+                    a.first()?.as_str()?.to_owned(),
+                    a.get(1)?.as_str()?.to_owned(),
+                ))
+            }),
+            health: IncidentHealth::parse(v["health"].as_str()?)?,
+            incident,
+            cluster: v["cluster"].clone(),
+        })
+    }
+}
+
+/// What one evaluation asks of the thread around it.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Clusters whose confirmed state changed (to persist).
+    pub changed: Vec<String>,
+    /// Clusters that are gone (to forget).
+    pub removed: Vec<String>,
+    pub events: Vec<Event>,
+    /// Agents to send REQUEST_STATE_UPDATE.
+    pub requests: Vec<String>,
+    /// When to evaluate again even if nothing arrives.
+    pub wake_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Default)]
+pub struct Evaluator {
+    clusters: BTreeMap<String, Tracked>,
+    last_request: HashMap<String, DateTime<Utc>>,
+}
+
+/// The master-down interval of a cluster: 3 x advert_int + 1 s, with the longest
+/// advert_int among its members (hosts configured apart wait for the slowest);
+/// keepalived's default of 1 s when no member reports one.
+pub fn master_down_interval(cluster: &Cluster) -> Duration {
+    let advert = cluster
+        .members
+        .iter()
+        .filter_map(|m| m.instance.get("advertInterval").and_then(Value::as_f64))
+        .filter(|a| a.is_finite() && *a > 0.0)
+        .fold(None, |longest: Option<f64>, a| {
+            Some(longest.map_or(a, |l| l.max(a)))
+        })
+        .unwrap_or(1.0)
+        // keepalived accepts at most 255 s.
+        .min(255.0);
+    Duration::milliseconds((3.0 * advert * 1000.0).round() as i64 + 1000)
+}
+
+fn read_at(m: &Member) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(m.read_at.as_deref()?)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// The (client id, host) of the one master, if there is exactly one.
+fn master_of(roles: &Roles, cluster: &Cluster) -> Option<(String, String)> {
+    match roles {
+        Roles::One(id) => cluster
+            .members
+            .iter()
+            .find(|m| &m.client_id == id)
+            .map(|m| (id.clone(), m.host.clone())),
+        _ => None,
+    }
+}
+
+/// The first reports of members not seen before add their roles to the
+/// confirmed ones, without a report, as if they had been there when the cluster
+/// was first seen: a MASTER joins the confirmed masters, anything else adds no
+/// master (and makes "nobody live" into "nobody MASTER"). Only the newcomers'
+/// roles move: what members already seen report is compared as usual.
+fn take_first_reports(confirmed: &mut Confirmed, seen: &mut BTreeSet<String>, cluster: &Cluster) {
+    let before = confirmed.roles.clone();
+    for m in cluster.members.iter().filter(|m| m.live()) {
+        if !seen.insert(m.client_id.clone()) {
+            continue;
+        }
+        let mut masters: Vec<String> = match &confirmed.roles {
+            Roles::Unknown | Roles::None => Vec::new(),
+            Roles::One(id) => vec![id.clone()],
+            Roles::Several(ids) => ids.clone(),
+        };
+        if m.state() == "MASTER" && !masters.contains(&m.client_id) {
+            masters.push(m.client_id.clone());
+        }
+        masters.sort();
+        confirmed.roles = match masters.len() {
+            0 => Roles::None,
+            1 => Roles::One(masters.remove(0)),
+            _ => Roles::Several(masters),
+        };
+    }
+    if confirmed.roles == before {
+        return;
+    }
+    if let Some(master) = master_of(&confirmed.roles, cluster) {
+        confirmed.master_alone = Some(master);
+    }
+    confirmed.cluster = cluster_data(cluster);
+}
+
+impl Evaluator {
+    /// An evaluator that resumes from persisted confirmed states.
+    pub fn restore(states: impl IntoIterator<Item = (String, Confirmed)>) -> Evaluator {
+        Evaluator {
+            clusters: states
+                .into_iter()
+                .map(|(k, confirmed)| {
+                    (
+                        k,
+                        Tracked {
+                            confirmed,
+                            pending: None,
+                            settling: None,
+                        },
+                    )
+                })
+                .collect(),
+            last_request: HashMap::new(),
+        }
+    }
+
+    /// Evaluates only these clusters (a host's fresh reading touches only its own);
+    /// a cluster missing here is not taken as gone.
+    pub fn evaluate_some(&mut self, clusters: &[Cluster], now: DateTime<Utc>) -> Outcome {
+        let now = chrono::SubsecRound::trunc_subsecs(now, 3);
+        let mut out = Outcome::default();
+        for cluster in clusters {
+            self.evaluate_one(cluster, now, &mut out);
+        }
+        out.wake_at = self.next_wake();
+        out
+    }
+
+    /// The earliest moment a pending change needs another look.
+    pub fn next_wake(&self) -> Option<DateTime<Utc>> {
+        self.clusters
+            .values()
+            .filter_map(|t| t.pending.as_ref().and_then(|p| p.wake))
+            .min()
+    }
+
+    /// Clusters with a change pending.
+    pub fn pending_keys(&self) -> Vec<String> {
+        self.clusters
+            .iter()
+            .filter(|(_, t)| t.pending.is_some())
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// The confirmed state of a cluster, if it was seen.
+    pub fn confirmed(&self, key: &str) -> Option<&Confirmed> {
+        self.clusters.get(key).map(|t| &t.confirmed)
+    }
+
+    /// Evaluates every cluster as it is now.
+    pub fn evaluate(&mut self, clusters: &[Cluster], now: DateTime<Utc>) -> Outcome {
+        // Readings carry their time in milliseconds; so does every time here, or a
+        // reading of the very millisecond an interval ends would read as before it.
+        let now = chrono::SubsecRound::trunc_subsecs(now, 3);
+        let mut out = Outcome::default();
+        let present: BTreeSet<&str> = clusters.iter().map(|c| c.key.as_str()).collect();
+        // A cluster that is gone with an incident open: resolved by removal.
+        let gone: Vec<String> = self
+            .clusters
+            .keys()
+            .filter(|k| !present.contains(k.as_str()))
+            .cloned()
+            .collect();
+        for key in gone {
+            out.removed.push(key.clone());
+            if let Some(tracked) = self.clusters.remove(&key) {
+                if let Some(incident) = tracked.confirmed.incident {
+                    out.events.push(incidents::resolved(
+                        &tracked.confirmed.cluster,
+                        &incident,
+                        None,
+                        "removed",
+                        tracked.confirmed.health,
+                        now,
+                        None,
+                    ));
+                }
+            }
+        }
+        for cluster in clusters {
+            self.evaluate_one(cluster, now, &mut out);
+        }
+        out.wake_at = self.next_wake();
+        out
+    }
+
+    fn evaluate_one(&mut self, cluster: &Cluster, now: DateTime<Utc>, out: &mut Outcome) {
+        let observed = observe(cluster);
+        if !self.clusters.contains_key(&cluster.key) {
+            out.changed.push(cluster.key.clone());
+        }
+        let tracked = self.clusters.entry(cluster.key.clone()).or_insert_with(|| {
+            // First sighting: nothing is confirmed yet; the roles come from the
+            // members' first reports below and the health starts from ok, so an
+            // unhealthy cluster still opens an incident.
+            Tracked {
+                confirmed: Confirmed {
+                    roles: Roles::Unknown,
+                    master_alone: None,
+                    health: IncidentHealth::Ok,
+                    incident: None,
+                    cluster: cluster_data(cluster),
+                },
+                pending: None,
+                settling: Some(Settling {
+                    until: now + master_down_interval(cluster),
+                    seen: BTreeSet::new(),
+                }),
+            }
+        });
+        // Hosts rarely report in the same instant: a backup whose first reading
+        // comes before its master's would otherwise make the master's arrival a
+        // failover. For one master-down interval a member's first report is taken
+        // silently, as at the first sighting; a member already seen changing its
+        // role is a change like any other (issue 13).
+        if let Some(settling) = &mut tracked.settling {
+            if now < settling.until {
+                take_first_reports(&mut tracked.confirmed, &mut settling.seen, cluster);
+            } else {
+                tracked.settling = None;
+            }
+        }
+        let target = target_of(&observed, &tracked.confirmed);
+        if !differs(&target, &tracked.confirmed) {
+            tracked.pending = None;
+            return;
+        }
+        match pending::look(
+            tracked.pending.take(),
+            target,
+            cluster,
+            now,
+            &mut self.last_request,
+            &mut out.requests,
+        ) {
+            Look::Due(pending) => {
+                events::confirm(
+                    &mut tracked.confirmed,
+                    &pending,
+                    cluster,
+                    now,
+                    &mut out.events,
+                );
+                out.changed.push(cluster.key.clone());
+            }
+            Look::Waiting(pending) => tracked.pending = Some(pending),
+        }
+    }
+}
