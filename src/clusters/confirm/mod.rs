@@ -183,7 +183,13 @@ fn master_of(roles: &Roles, cluster: &Cluster) -> Option<(String, String)> {
 /// was first seen: a MASTER joins the confirmed masters, anything else adds no
 /// master (and makes "nobody live" into "nobody MASTER"). Only the newcomers'
 /// roles move: what members already seen report is compared as usual.
-fn take_first_reports(confirmed: &mut Confirmed, seen: &mut BTreeSet<String>, cluster: &Cluster) {
+/// Says whether the confirmed state moved (it is then to be persisted like any
+/// confirmed change, or a restart would forget the roles taken).
+fn take_first_reports(
+    confirmed: &mut Confirmed,
+    seen: &mut BTreeSet<String>,
+    cluster: &Cluster,
+) -> bool {
     let before = confirmed.roles.clone();
     for m in cluster.members.iter().filter(|m| m.live()) {
         if !seen.insert(m.client_id.clone()) {
@@ -205,12 +211,13 @@ fn take_first_reports(confirmed: &mut Confirmed, seen: &mut BTreeSet<String>, cl
         };
     }
     if confirmed.roles == before {
-        return;
+        return false;
     }
     if let Some(master) = master_of(&confirmed.roles, cluster) {
         confirmed.master_alone = Some(master);
     }
     confirmed.cluster = cluster_data(cluster);
+    true
 }
 
 impl Evaluator {
@@ -336,7 +343,10 @@ impl Evaluator {
         // role is a change like any other (issue 13).
         if let Some(settling) = &mut tracked.settling {
             if now < settling.until {
-                take_first_reports(&mut tracked.confirmed, &mut settling.seen, cluster);
+                let moved = take_first_reports(&mut tracked.confirmed, &mut settling.seen, cluster);
+                if moved && !out.changed.contains(&cluster.key) {
+                    out.changed.push(cluster.key.clone());
+                }
             } else {
                 tracked.settling = None;
             }

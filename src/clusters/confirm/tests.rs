@@ -258,6 +258,35 @@ fn a_cluster_first_seen_in_split_brain_opens_its_incident_without_a_role_event()
 }
 
 #[test]
+fn roles_taken_from_a_first_report_are_persisted() {
+    // The thread persists what `changed` names: a restart right after the master's
+    // first report must not forget it (else its next reading is a "failover" from
+    // nobody).
+    let mut sim = Sim::new(&[("b", "BACKUP")]);
+    assert_eq!(sim.at(0).changed, ["|51|192.0.2.0/24"], "first sighting");
+    sim.join("a", "MASTER");
+    let out = sim.at(1500);
+    assert_eq!(out.changed, ["|51|192.0.2.0/24"], "a's role was taken");
+    let stored = sim
+        .evaluator
+        .confirmed("|51|192.0.2.0/24")
+        .unwrap()
+        .to_json();
+    sim.evaluator = Evaluator::restore([(
+        "|51|192.0.2.0/24".to_owned(),
+        Confirmed::from_json(&stored).unwrap(),
+    )]);
+    sim.readings();
+    for _ in 0..3 {
+        let out = sim.at(3000);
+        assert!(out.events.is_empty(), "{:?}", Sim::kinds(&out));
+        sim.readings();
+    }
+    // A reading that changes nothing is not a change to persist.
+    assert!(sim.at(10).changed.is_empty());
+}
+
+#[test]
 fn a_master_arriving_after_the_first_interval_is_reported() {
     let mut sim = Sim::new(&[("b", "BACKUP")]);
     let out = sim.settle();
