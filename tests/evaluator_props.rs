@@ -141,6 +141,9 @@ struct World {
     regrouped: bool,
     /// Clusters patched since the last evaluation.
     touched: BTreeSet<String>,
+    /// The confirmed states as the thread persists them: those the evaluator
+    /// says changed, less those it says are gone.
+    stored: BTreeMap<String, Value>,
     event_ids: BTreeSet<String>,
     closed: BTreeSet<String>,
     clusters: BTreeMap<String, Incarnation>,
@@ -190,6 +193,7 @@ impl World {
             dirty: BTreeSet::new(),
             regrouped: false,
             touched: BTreeSet::new(),
+            stored: BTreeMap::new(),
             event_ids: BTreeSet::new(),
             closed: BTreeSet::new(),
             clusters: BTreeMap::new(),
@@ -353,12 +357,19 @@ impl World {
     /// The persisted states read back into a new evaluator; nothing else survives.
     fn restart(&mut self) -> Result<(), TestCaseError> {
         let mut states = Vec::new();
+        for (key, stored) in &self.stored {
+            let Some(back) = Confirmed::from_json(stored) else {
+                return Err(TestCaseError::fail(format!(
+                    "the stored state of {key} does not read back"
+                )));
+            };
+            states.push((key.clone(), back));
+        }
+        // What is stored is what was confirmed: a restart neither reports a
+        // cluster anew nor misses a change.
         for key in self.clusters.keys() {
-            if let Some(c) = self.evaluator.confirmed(key) {
-                let back = Confirmed::from_json(&c.to_json());
-                prop_assert_eq!(back.as_ref(), Some(c), "the persisted state reads back");
-                states.push((key.clone(), c.clone()));
-            }
+            let stored = states.iter().find(|(k, _)| k == key).map(|(_, c)| c);
+            prop_assert_eq!(stored, self.evaluator.confirmed(key), "persisted {}", key);
         }
         self.evaluator = Evaluator::restore(states);
         self.asked.clear();
@@ -411,6 +422,14 @@ impl World {
             None => self.evaluator.evaluate(clusters, self.now),
         };
         self.evaluations += 1;
+        for key in &out.changed {
+            if let Some(c) = self.evaluator.confirmed(key) {
+                self.stored.insert(key.clone(), c.to_json());
+            }
+        }
+        for key in &out.removed {
+            self.stored.remove(key);
+        }
         self.wake = out.wake_at;
         self.asked.extend(out.requests.iter().cloned());
         let mut by_cluster: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
