@@ -131,6 +131,8 @@ struct World {
     hosts: BTreeMap<usize, Host>,
     generation: usize,
     asked: BTreeSet<String>,
+    /// When each agent was last asked for a reading (survives no restart).
+    last_asked: BTreeMap<String, DateTime<Utc>>,
     wake: Option<DateTime<Utc>>,
     /// The grouping, kept between evaluations (as the thread keeps it): built
     /// anew when a host's place in it changes, else patched.
@@ -188,6 +190,7 @@ impl World {
             hosts: BTreeMap::new(),
             generation: 0,
             asked: BTreeSet::new(),
+            last_asked: BTreeMap::new(),
             wake: None,
             grouped: None,
             dirty: BTreeSet::new(),
@@ -373,6 +376,7 @@ impl World {
         }
         self.evaluator = Evaluator::restore(states);
         self.asked.clear();
+        self.last_asked.clear();
         self.wake = None;
         // The thread builds its grouping anew at start and evaluates everything.
         self.grouped = None;
@@ -431,6 +435,23 @@ impl World {
             self.stored.remove(key);
         }
         self.wake = out.wake_at;
+        // REQUEST_STATE_UPDATE: to connected members with keepalived reporting,
+        // each at most once a second.
+        for id in &out.requests {
+            prop_assert!(
+                clusters
+                    .iter()
+                    .flat_map(|c| &c.members)
+                    .any(|m| &m.client_id == id && m.live()),
+                "{id} asked for a reading, not a live member"
+            );
+            if let Some(last) = self.last_asked.insert(id.clone(), self.now) {
+                prop_assert!(
+                    self.now - last >= Duration::seconds(1),
+                    "{id} asked twice within a second"
+                );
+            }
+        }
         self.asked.extend(out.requests.iter().cloned());
         let mut by_cluster: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
         for e in &out.events {
