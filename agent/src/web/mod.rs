@@ -418,7 +418,8 @@ fn connection_summary(state: &WebState) -> Value {
     json!({
         "connected": st.state == connection::ConnState::Connected,
         "state": st.state.as_str(),
-        "registered": st.has_target,
+        // Inbound: an identity and a server to dial; outbound: the identity alone.
+        "registered": st.has_target || state.reg.has_identity(),
         "attempts": st.attempts,
         "lastError": st.last_error,
         "nextAttemptInMs": next,

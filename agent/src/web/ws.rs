@@ -49,6 +49,9 @@ pub fn serve(state: &WebState, req: Request, path: &str) {
         .split_once('?')
         .map(|(_, q)| q.to_string())
         .unwrap_or_default();
+    // The registration timeout runs from before the 101 goes out, so a peer that saw
+    // the upgrade answered can rely on it having started.
+    let opened = state.clock.now();
     let Some(mut ws) = upgrade(state, req, peer) else {
         return;
     };
@@ -58,7 +61,7 @@ pub fn serve(state: &WebState, req: Request, path: &str) {
         return;
     }
     if path == "/ws/register" {
-        register(state, ws, peer);
+        register(state, ws, peer, opened);
     } else {
         agent(state, ws, peer, &query);
     }
@@ -171,14 +174,14 @@ fn send(ws: &mut Socket, kind: &str, payload: serde_json::Value) {
 
 /// `/ws/register`: refused once registered; otherwise waits (on the agent's clock) for
 /// the REGISTRATION_REQUEST and answers it.
-fn register(state: &WebState, mut ws: Socket, peer: SocketAddr) {
+fn register(state: &WebState, mut ws: Socket, peer: SocketAddr, opened: Instant) {
     if state.reg.has_identity() {
         log::warn!("/ws/register: {peer} refused: this agent is already registered");
         refuse(&mut ws, outbound::ALREADY_REGISTERED);
         return;
     }
     let clock = &state.clock;
-    let deadline = clock.now() + outbound::REGISTRATION_TIMEOUT;
+    let deadline = opened + outbound::REGISTRATION_TIMEOUT;
     let text = loop {
         if clock.now() >= deadline {
             log::warn!(
@@ -249,6 +252,7 @@ fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str) {
         refuse(&mut ws, r);
         return;
     }
+    // AUTH goes out after this, so the window has started before the peer sees it.
     let deadline = state.clock.now() + HANDSHAKE_TIMEOUT;
     if let Err(e) = dial::authenticate(
         &mut ws,
