@@ -544,3 +544,18 @@ fn tls_block_that_cannot_be_used_ends_the_start() {
     assert!(log.contains("tls"), "{log}");
     assert!(!log.contains("Web server listening"), "{log}");
 }
+
+#[test]
+fn stopping_does_not_wait_for_a_registration_in_progress() {
+    let mut a = Agent::start(OUTBOUND, &[]);
+    let mut ws = dial(a.port, "/ws/register", false).unwrap();
+    let pid = nix::unistd::Pid::from_raw(a.child.as_ref().unwrap().id() as i32);
+    let t0 = Instant::now();
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
+    expect_close(&mut ws, 1001, "Agent stopping");
+    let mut child = a.child.take().unwrap();
+    let status = wait_for("the agent to exit", || child.try_wait().unwrap());
+    assert_eq!(status.code(), Some(0));
+    // Far below the 10 s the registration would otherwise have been waited for.
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+}

@@ -11,6 +11,7 @@ pub mod ws;
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -113,6 +114,8 @@ pub struct WebState {
 
 pub struct WebHandle {
     server: Arc<Server>,
+    /// Set at stop: a worker holding a WebSocket (registration wait, AUTH window) lets go.
+    stopping: Arc<AtomicBool>,
     workers: Vec<thread::JoinHandle<()>>,
     pub addr: SocketAddr,
 }
@@ -120,6 +123,7 @@ pub struct WebHandle {
 impl WebHandle {
     /// Stops accepting and waits for the workers.
     pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
         for _ in &self.workers {
             self.server.unblock();
         }
@@ -188,15 +192,17 @@ pub fn start(
     let addr = server.server_addr().to_ip().unwrap_or(addr);
     let state = Arc::new(state);
     let mut workers = Vec::new();
+    let stopping = Arc::new(AtomicBool::new(false));
     for i in 0..WORKERS {
         let server = server.clone();
         let state = state.clone();
+        let stopping = stopping.clone();
         let w = thread::Builder::new()
             .name(format!("http-worker-{i}"))
             .spawn(move || {
                 crate::fatal::guard("http-worker", || {
                     while let Ok(req) = server.recv() {
-                        serve(&state, req);
+                        serve(&state, req, &stopping);
                     }
                 })
             })
@@ -205,6 +211,7 @@ pub fn start(
     }
     Ok(Some(WebHandle {
         server,
+        stopping,
         workers,
         addr,
     }))
@@ -260,13 +267,13 @@ impl Reply {
     }
 }
 
-fn serve(state: &WebState, mut req: Request) {
+fn serve(state: &WebState, mut req: Request, stopping: &AtomicBool) {
     if state.routes.outbound && *req.method() == Method::Get {
         let path = req.url().split('?').next().unwrap_or("");
         if path == "/ws/register" || path == "/ws/agent" {
             let path = path.to_string();
             if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                ws::serve(state, req, &path)
+                ws::serve(state, req, &path, stopping)
             }))
             .is_err()
             {

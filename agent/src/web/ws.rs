@@ -14,6 +14,7 @@
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -39,7 +40,7 @@ fn header<'a>(rq: &'a Request, name: &str) -> Option<&'a str> {
 }
 
 /// Serves one request to `/ws/register` or `/ws/agent`.
-pub fn serve(state: &WebState, req: Request, path: &str) {
+pub fn serve(state: &WebState, req: Request, path: &str, stopping: &AtomicBool) {
     let Some(peer) = req.remote_addr().copied() else {
         let _ = req.respond(Response::from_string("no peer address").with_status_code(400));
         return;
@@ -61,9 +62,9 @@ pub fn serve(state: &WebState, req: Request, path: &str) {
         return;
     }
     if path == "/ws/register" {
-        register(state, ws, peer, opened);
+        register(state, ws, peer, opened, stopping);
     } else {
-        agent(state, ws, peer, &query);
+        agent(state, ws, peer, &query, stopping);
     }
 }
 
@@ -174,7 +175,13 @@ fn send(ws: &mut Socket, kind: &str, payload: serde_json::Value) {
 
 /// `/ws/register`: refused once registered; otherwise waits (on the agent's clock) for
 /// the REGISTRATION_REQUEST and answers it.
-fn register(state: &WebState, mut ws: Socket, peer: SocketAddr, opened: Instant) {
+fn register(
+    state: &WebState,
+    mut ws: Socket,
+    peer: SocketAddr,
+    opened: Instant,
+    stopping: &AtomicBool,
+) {
     if state.reg.has_identity() {
         log::warn!("/ws/register: {peer} refused: this agent is already registered");
         refuse(&mut ws, outbound::ALREADY_REGISTERED);
@@ -183,6 +190,10 @@ fn register(state: &WebState, mut ws: Socket, peer: SocketAddr, opened: Instant)
     let clock = &state.clock;
     let deadline = opened + outbound::REGISTRATION_TIMEOUT;
     let text = loop {
+        if stopping.load(Ordering::SeqCst) {
+            close_with(&mut ws, 1001, "Agent stopping");
+            return;
+        }
         if clock.now() >= deadline {
             log::warn!(
                 "/ws/register: no REGISTRATION_REQUEST from {peer} within {} s",
@@ -244,7 +255,7 @@ fn register(state: &WebState, mut ws: Socket, peer: SocketAddr, opened: Instant)
 
 /// `/ws/agent`: both halves of the identity, then AUTH / AUTH_SUCCESS, then the session
 /// on the connection thread.
-fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str) {
+fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str, stopping: &AtomicBool) {
     let identity = state.reg.identity();
     let inbound = state.reg.server_url().is_some();
     if let Err(r) = outbound::check_agent_query(query, identity.as_ref(), inbound) {
@@ -260,7 +271,7 @@ fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str) {
         &state.version,
         state.clock.as_ref(),
         deadline,
-        &mut || None,
+        &mut || stopping.load(Ordering::SeqCst).then_some(dial::Abort::Stop),
     ) {
         log::warn!("/ws/agent: session from {peer} not started: {e}");
         close_with(&mut ws, 1000, "");
