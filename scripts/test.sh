@@ -3,26 +3,13 @@
 # integration tests (real binaries on free ports), and the agent's tests against
 # real keepalived in network namespaces (../shared/lab/vrrp-lab.sh, needs root).
 #
-# On a fresh Debian machine it first installs what the tests need from Debian's
-# packages: keepalived for the lab, iproute2/procps/util-linux for namespaces.
+# On a fresh Debian machine it first installs what the build and the tests need from
+# Debian's packages (scripts/install-test-deps.sh: OpenSSL headers for the agent's
+# HTTPS listener, keepalived for the lab, iproute2/procps/util-linux for namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-missing=()
-command -v keepalived >/dev/null 2>&1 || missing+=(keepalived)
-command -v ip >/dev/null 2>&1 || missing+=(iproute2)
-command -v pgrep >/dev/null 2>&1 || missing+=(procps)
-command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
-command -v curl >/dev/null 2>&1 || missing+=(curl)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "scripts/test.sh: needs ${missing[*]} (apt-get install ${missing[*]}), and root for the lab tests" >&2
-    exit 1
-  fi
-  echo "Installing ${missing[*]}..."
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+scripts/install-test-deps.sh
 
 # End-to-end tests start binaries of other packages (the agent's tests start the
 # server): build every binary first, so each finds the others beside its own.

@@ -67,6 +67,15 @@ impl Secret {
     }
 }
 
+impl Drop for Secret {
+    /// Overwritten before the memory is freed, so a dropped secret (the registration
+    /// secret after use) does not linger in the heap.
+    fn drop(&mut self) {
+        // SAFETY: zero bytes are valid UTF-8, so the String stays well-formed.
+        unsafe { self.0.as_bytes_mut() }.fill(0);
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("***")

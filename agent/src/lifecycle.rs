@@ -22,7 +22,7 @@ use crate::logging;
 use crate::persist;
 use crate::queue::{ActivityQueue, Queue};
 use crate::reader::{self, FifoState, KeepalivedStatus};
-use crate::register::RegShared;
+use crate::register::{PinBlock, RegShared};
 use crate::{fifo, keepalived, pin, web};
 
 /// The version resolved at build time (see build.rs), sent in AUTH.
@@ -99,7 +99,10 @@ pub fn main() -> i32 {
     for w in &loaded.warnings {
         log::warn!("{w}");
     }
-    let config = Arc::new(loaded.config);
+    let mut config = loaded.config;
+    // The registration secret lives in `RegShared` only, so it can be dropped once used.
+    let registration_secret = config.registration_secret.take();
+    let config = Arc::new(config);
     log::info!(
         "vrrp-agent {} starting (config {}, data {})",
         VERSION,
@@ -168,21 +171,42 @@ pub fn main() -> i32 {
         identity.is_some(),
         config.enable_register_page,
         config.server_url.is_some(),
-        config.registration_secret.is_some(),
+        registration_secret.is_some(),
     )
     .then(|| pin::Pin::generate(&mut rand::thread_rng()));
     let routes = web::Routes::from_config(&config, mode);
     let bind = routes.bind(&config);
+    let registration_secret = match (registration_secret, &identity) {
+        (Some(_), Some(_)) => {
+            log::warn!(
+                "A registration secret is set but this agent is already registered; it is not used. Remove SVC_REGISTRATION_SECRET / SVC_REGISTRATION_SECRET_FILE from the agent's environment"
+            );
+            None
+        }
+        (s, _) => s,
+    };
+    let scheme = web::scheme(config.tls.is_some());
+    // Read before anything listens: a tls block that cannot be used ends the start.
+    let tls = match &config.tls {
+        Some((cert, key)) if !matches!(bind, web::Bind::None(_)) => {
+            match web::TlsPem::read(cert, key) {
+                Ok(p) => Some(p),
+                Err(e) => return stop_start(&format!("Invalid configuration: {e}")),
+            }
+        }
+        _ => None,
+    };
     let reg = Arc::new(RegShared::new(
         setup_pin,
         routes.register_page,
         identity.clone(),
         config.server_url.clone(),
-        // The scheme the web server actually speaks: it has no TLS listener yet, so a
-        // `tls` block does not make the PIN block claim https.
-        web::SCHEME,
-        config.listen_port,
-        mode == Mode::Unregistered && config.server_url.is_none(),
+        registration_secret,
+        PinBlock {
+            scheme,
+            port: config.listen_port,
+            outbound_hint: mode == Mode::Unregistered && config.server_url.is_none(),
+        },
     ));
     let target = match (&identity, &config.server_url) {
         (Some(id), Some(url)) => Some(connection::Target {
@@ -219,16 +243,22 @@ pub fn main() -> i32 {
                 conn_status: conn_status.clone(),
                 dir: dir.clone(),
                 hostname: hostname(),
+                version: VERSION.to_string(),
+                clock: Arc::new(SystemClock),
             },
             bind,
+            tls,
         ) {
             Ok(Some(h)) => {
-                log::info!("Web server listening on {}://{}", web::SCHEME, h.addr);
+                log::info!("Web server listening on {scheme}://{}", h.addr);
                 reg.log_pin();
                 Some(h)
             }
             Ok(None) => None,
-            Err(e) => {
+            Err(web::StartError::Tls(e)) => {
+                return stop_start(&format!("Invalid configuration: {e}"));
+            }
+            Err(web::StartError::Listen(e)) => {
                 log::error!("Web server not started, continuing without it: {e}");
                 None
             }

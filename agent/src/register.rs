@@ -12,7 +12,9 @@ use std::path::Path;
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
+use crate::config::Secret;
 use crate::datadir::{DataDir, Identity};
+use crate::outbound::{self, Refusal, RegistrationRequest};
 use crate::pin::{self, Check, PinGuard};
 use crate::serverapi::{self, Answer};
 
@@ -162,6 +164,42 @@ struct Inner {
     open: bool,
     identity: Option<Identity>,
     server_url: Option<String>,
+    /// `SVC_REGISTRATION_SECRET(_FILE)`: held here only, dropped once used.
+    secret: Option<Secret>,
+}
+
+/// Why `/ws/register` did not register.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutboundRefused {
+    /// Closed with this code before anything else (already registered, nothing to check).
+    Closed(Refusal),
+    /// Wrong PIN or secret: REGISTRATION_FAILURE, then 4003 `Invalid secret`.
+    InvalidSecret,
+    /// The identity could not be stored; the agent stays unregistered.
+    Store(String),
+}
+
+impl OutboundRefused {
+    /// The REGISTRATION_FAILURE text.
+    pub fn text(&self) -> String {
+        match self {
+            OutboundRefused::Closed(r) => r.reason.to_string(),
+            OutboundRefused::InvalidSecret => outbound::INVALID_SECRET.reason.to_string(),
+            OutboundRefused::Store(e) => e.clone(),
+        }
+    }
+
+    /// The close that ends the socket.
+    pub fn refusal(&self) -> Refusal {
+        match self {
+            OutboundRefused::Closed(r) => *r,
+            OutboundRefused::InvalidSecret => outbound::INVALID_SECRET,
+            OutboundRefused::Store(_) => Refusal {
+                code: 1011,
+                reason: "Identity not stored",
+            },
+        }
+    }
 }
 
 /// Shared between the web handlers and start-up. The flow lock serialises registrations
@@ -169,10 +207,16 @@ struct Inner {
 pub struct RegShared {
     inner: Mutex<Inner>,
     flow: Mutex<()>,
-    /// Scheme and port for a repeated PIN log block.
-    scheme: &'static str,
-    port: u16,
-    outbound_hint: bool,
+    block: PinBlock,
+}
+
+/// What the PIN log block says besides the PIN (it is printed again after a
+/// replacement): the scheme the web server speaks, its port, the outbound hint.
+#[derive(Debug, Clone, Copy)]
+pub struct PinBlock {
+    pub scheme: &'static str,
+    pub port: u16,
+    pub outbound_hint: bool,
 }
 
 /// What a successful registration produced.
@@ -188,9 +232,8 @@ impl RegShared {
         open: bool,
         identity: Option<Identity>,
         server_url: Option<String>,
-        scheme: &'static str,
-        port: u16,
-        outbound_hint: bool,
+        secret: Option<Secret>,
+        block: PinBlock,
     ) -> RegShared {
         RegShared {
             inner: Mutex::new(Inner {
@@ -198,11 +241,10 @@ impl RegShared {
                 open,
                 identity,
                 server_url,
+                secret,
             }),
             flow: Mutex::new(()),
-            scheme,
-            port,
-            outbound_hint,
+            block,
         }
     }
 
@@ -218,11 +260,86 @@ impl RegShared {
         self.inner.lock().server_url.clone()
     }
 
+    /// The stored identity (for `/ws/agent`'s check).
+    pub fn identity(&self) -> Option<Identity> {
+        self.inner.lock().identity.clone()
+    }
+
+    /// Whether a registration secret is held (it is dropped once used).
+    pub fn has_secret(&self) -> bool {
+        self.inner.lock().secret.is_some()
+    }
+
+    /// `/ws/register`'s REGISTRATION_REQUEST: refused once an identity exists; checks
+    /// the registration secret if one is set, else the setup PIN (whose wrong attempts
+    /// count with the register page's); on success stores the identity, drops the PIN
+    /// and the secret, and closes the register page. Serialised with the web flow.
+    pub fn register_outbound(
+        &self,
+        req: RegistrationRequest,
+        dir: &DataDir,
+    ) -> Result<Identity, OutboundRefused> {
+        let _flow = self.flow.lock();
+        if self.has_identity() {
+            return Err(OutboundRefused::Closed(outbound::ALREADY_REGISTERED));
+        }
+        let secret = self.inner.lock().secret.clone();
+        match secret {
+            Some(s) => {
+                if !outbound::secret_matches(req.secret.expose(), s.expose()) {
+                    log::warn!("Outbound registration refused: wrong registration secret");
+                    return Err(OutboundRefused::InvalidSecret);
+                }
+            }
+            None => {
+                if self.inner.lock().pins.current().is_none() {
+                    return Err(OutboundRefused::Closed(outbound::NO_SECRET));
+                }
+                if self.check_pin(req.secret.expose()).is_err() {
+                    return Err(OutboundRefused::InvalidSecret);
+                }
+            }
+        }
+        let identity = Identity {
+            client_id: req.client_id,
+            auth_token: req.auth_token.expose().to_string(),
+        };
+        if let Err(e) = dir.save_identity(&identity) {
+            log::error!("Outbound registration refused: identity.json cannot be written: {e}");
+            return Err(OutboundRefused::Store(format!(
+                "the agent cannot store its identity: {e}"
+            )));
+        }
+        let had_secret = {
+            let mut inner = self.inner.lock();
+            inner.pins.drop_pin();
+            inner.open = false;
+            inner.identity = Some(identity.clone());
+            inner.secret.take().is_some()
+        };
+        log::info!(
+            "Registered by the server (outbound) as client {}; the register page is closed",
+            identity.client_id
+        );
+        if had_secret {
+            log::warn!(
+                "The registration secret has been used and is dropped from memory; remove SVC_REGISTRATION_SECRET / SVC_REGISTRATION_SECRET_FILE from the agent's environment"
+            );
+        }
+        Ok(identity)
+    }
+
     /// The PIN log block (once the web server listens, and after a replacement).
     pub fn log_pin(&self) {
         let inner = self.inner.lock();
         if let Some(p) = inner.pins.current() {
-            for l in pin::log_lines(p, self.scheme, self.port, inner.open, self.outbound_hint) {
+            for l in pin::log_lines(
+                p,
+                self.block.scheme,
+                self.block.port,
+                inner.open,
+                self.block.outbound_hint,
+            ) {
                 log::info!("{l}");
             }
         }

@@ -3,7 +3,8 @@
 //! AUTH_SUCCESS, all inside one deadline read from the driven clock. Certificate checking
 //! is decided per dial from `allow_self_signed`; nothing process-wide is touched.
 
-use std::io;
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -31,7 +32,57 @@ impl std::fmt::Debug for Target {
     }
 }
 
-pub use vrrp_dial::Stream;
+/// Any byte stream a WebSocket can run over (the web server's upgraded streams).
+pub trait Duplex: Read + Write + Send {}
+impl<T: Read + Write + Send + ?Sized> Duplex for T {}
+
+/// A socket the server dialled on the agent's web server (`/ws/agent`): the upgraded
+/// stream the web server handed over (plain or TLS), and a duplicate of its TCP
+/// descriptor for what the stream cannot do: timeouts, non-blocking mode, poll(2).
+pub struct Accepted {
+    pub io: Box<dyn Duplex>,
+    pub sock: TcpStream,
+}
+
+/// A socket the agent dialled (plain or TLS, `vrrp_dial`), or one the server dialled.
+pub enum Stream {
+    Dialled(vrrp_dial::Stream),
+    Accepted(Accepted),
+}
+
+impl Stream {
+    /// The TCP socket underneath (timeouts, non-blocking mode, poll).
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            Stream::Dialled(s) => s.tcp(),
+            Stream::Accepted(a) => &a.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Dialled(s) => s.read(buf),
+            Stream::Accepted(a) => a.io.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Dialled(s) => s.write(buf),
+            Stream::Accepted(a) => a.io.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Dialled(s) => s.flush(),
+            Stream::Accepted(a) => a.io.flush(),
+        }
+    }
+}
 
 pub type Socket = WebSocket<Stream>;
 
@@ -129,7 +180,11 @@ pub fn connect(
     let request = full_url(&endpoint, t)
         .into_client_request()
         .map_err(|e| format!("cannot build the request: {e}"))?;
-    let mut hs = tungstenite::client::client_with_config(request, stream, Some(ws_config()));
+    let mut hs = tungstenite::client::client_with_config(
+        request,
+        Stream::Dialled(stream),
+        Some(ws_config()),
+    );
     let mut ws = loop {
         match hs {
             Ok((ws, _)) => break ws,
@@ -145,6 +200,21 @@ pub fn connect(
             Err(HandshakeError::Failure(e)) => return Err(format!("WebSocket handshake: {e}")),
         }
     };
+    authenticate(&mut ws, hostname, version, clock, deadline, poll)?;
+    Ok(ws)
+}
+
+/// The connect procedure after the socket opened, the same for both directions: AUTH
+/// first, then AUTH_SUCCESS before `deadline` (AUTH_FAILURE is not handled on its own;
+/// the server closes). The socket must have a short read timeout (`tick`).
+pub fn authenticate(
+    ws: &mut Socket,
+    hostname: &str,
+    version: &str,
+    clock: &dyn Clock,
+    deadline: Instant,
+    poll: &mut dyn FnMut() -> Option<Abort>,
+) -> Result<(), String> {
     let auth = envelope(
         "AUTH",
         json!({ "hostname": hostname, "version": version, "capabilities": ["vrrp"] }),
@@ -155,12 +225,12 @@ pub fn connect(
         if let Some(Abort::Stop) = poll() {
             return Err("stopped".into());
         }
-        if left(clock).is_zero() {
+        if deadline.saturating_duration_since(clock.now()).is_zero() {
             return Err("no AUTH_SUCCESS within 5 s".into());
         }
         match ws.read() {
             Ok(Message::Text(text)) => match parse_envelope(&text) {
-                Some((k, _)) if k == "AUTH_SUCCESS" => return Ok(ws),
+                Some((k, _)) if k == "AUTH_SUCCESS" => return Ok(()),
                 Some((k, p)) if k == "AUTH_FAILURE" => {
                     log::debug!("AUTH_FAILURE {p}");
                 }

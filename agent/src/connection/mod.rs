@@ -1,11 +1,14 @@
-//! The inbound connection: the `connection` thread dials `/ws/agent` on the server,
-//! authenticates, runs a `Session`, and owns the one reconnect timer.
+//! The connection to the server: in inbound mode the `connection` thread dials
+//! `/ws/agent` on the server, authenticates, runs a `Session`, and owns the one reconnect
+//! timer; in outbound mode it runs the same `Session` on the socket the server dialled
+//! (handed over authenticated by the web server as `ConnMsg::Accepted`).
 //!
 //! One thread, one socket, one timer: a manual connect (`POST /api/connect`) replaces a
 //! queued attempt instead of adding one, callers arriving during a handshake wait for
 //! that handshake, and since no second socket ever exists, no superseded socket can
 //! schedule a reconnect. Nothing is dialled until both halves of the identity are known.
-//! During a session the socket is non-blocking and the thread sleeps in poll(2) on the
+//! A newer server socket replaces the current one (closed with 4000). During a session
+//! the socket is non-blocking and the thread sleeps in poll(2) on the
 //! socket and a wake pipe, so a reading (and its events) goes out as soon as it exists.
 
 pub mod dial;
@@ -26,6 +29,7 @@ use serde_json::{json, Value};
 use tungstenite::Message;
 
 use crate::clock::SharedClock;
+use crate::outbound;
 use crate::reader::{ReadingNote, Trigger};
 pub use dial::Target;
 use ladder::Ladder;
@@ -83,7 +87,25 @@ pub enum ConnMsg {
     Connect(Sender<ConnectResult>),
     /// A registration stored an identity: dial it at once.
     SetTarget(Target),
+    /// Outbound: the server dialled `/ws/agent` and the AUTH exchange is done; this
+    /// socket replaces any current one.
+    Accepted(Box<Incoming>),
     Stop,
+}
+
+/// A server socket from the web server, authenticated (AUTH sent, AUTH_SUCCESS read).
+pub struct Incoming {
+    pub ws: dial::Socket,
+    pub peer: std::net::SocketAddr,
+}
+
+/// Closes a socket with a code and text (best effort; the peer may be gone).
+pub fn close_with(ws: &mut dial::Socket, code: u16, reason: &str) {
+    let _ = ws.close(Some(tungstenite::protocol::CloseFrame {
+        code: tungstenite::protocol::frame::coding::CloseCode::from(code),
+        reason: reason.to_string().into(),
+    }));
+    let _ = ws.flush();
 }
 
 /// Wakes the connection thread out of poll(2).
@@ -198,6 +220,8 @@ pub fn spawn(deps: Deps, inbox: ConnInbox, rx: Inbox) -> io::Result<ConnHandle> 
 enum End {
     Stop,
     Closed(String),
+    /// A newer server socket took over (outbound).
+    Replaced(Box<Incoming>),
 }
 
 struct Conn {
@@ -257,7 +281,7 @@ impl Conn {
                         Some(End::Closed(why)) => {
                             log::warn!("Connection to the server lost: {why}");
                         }
-                        None => {}
+                        Some(End::Replaced(_)) | None => {}
                     }
                     let d = self.ladder.next_delay((self.d.jitter)());
                     let at = self.d.clock.now() + d;
@@ -299,6 +323,11 @@ impl Conn {
                     self.d.target = Some(t);
                     self.ladder.reset();
                     next = Some(self.d.clock.now());
+                }
+                Ok(ConnMsg::Accepted(inc)) => {
+                    if let End::Stop = self.serve_incoming(inc, &inbox) {
+                        return;
+                    }
                 }
                 Err(_) => {}
             }
@@ -343,6 +372,11 @@ impl Conn {
                     match m {
                         ConnMsg::Connect(r) => waiters.push(r),
                         ConnMsg::SetTarget(t) => new_target = Some(t),
+                        // The web server refuses `/ws/agent` once a serverUrl is known;
+                        // a socket that got past that while dialling is not kept.
+                        ConnMsg::Accepted(mut inc) => {
+                            close_with(&mut inc.ws, 4001, "Unauthorized");
+                        }
                         ConnMsg::Stop => {
                             stop = true;
                             return Some(dial::Abort::Stop);
@@ -385,7 +419,37 @@ impl Conn {
         if let End::Closed(why) = &end {
             self.set_state(ConnState::Disconnected, None, Some(why.clone()));
         }
+        // An inbound session is never replaced by a server socket (see above).
+        if let End::Replaced(mut inc) = end {
+            close_with(&mut inc.ws, 4001, "Unauthorized");
+            return Some(End::Closed("replaced".into()));
+        }
         Some(end)
+    }
+
+    /// Outbound: runs sessions on server sockets until one ends without a successor.
+    /// The server owns the ladder, so nothing is scheduled afterwards.
+    fn serve_incoming(&mut self, mut inc: Box<Incoming>, inbox: &Inbox) -> End {
+        loop {
+            let peer = inc.peer;
+            self.set_state(ConnState::Connected, None, None);
+            log::info!("Server session from {peer} started");
+            match self.session(inc.ws, inbox) {
+                End::Replaced(next) => {
+                    log::info!(
+                        "Server session from {peer} replaced by a new one from {}",
+                        next.peer
+                    );
+                    inc = next;
+                }
+                End::Closed(why) => {
+                    log::warn!("Server session from {peer} ended: {why}");
+                    self.set_state(ConnState::Disconnected, None, Some(why.clone()));
+                    return End::Closed(why);
+                }
+                End::Stop => return End::Stop,
+            }
+        }
     }
 
     fn execute(&self, ws: &mut dial::Socket, actions: Vec<Action>) -> Result<(), String> {
@@ -440,6 +504,10 @@ impl Conn {
                     }
                     // Applies to the next dial; the socket in use stays the only one.
                     ConnMsg::SetTarget(t) => self.d.target = Some(t),
+                    ConnMsg::Accepted(next) => {
+                        close_with(&mut ws, outbound::REPLACED.code, outbound::REPLACED.reason);
+                        return End::Replaced(next);
+                    }
                 }
             }
             for n in inbox.notes.try_iter() {

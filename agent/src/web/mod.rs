@@ -1,12 +1,17 @@
 //! The local web server (tiny_http): the register page and route, status routes, the
-//! `/status` page, `POST /api/connect`, the notify endpoint and the container health route.
+//! `/status` page, `POST /api/connect`, the notify endpoint, the container health route
+//! and, in outbound mode, the WebSocket routes `/ws/register` and `/ws/agent` (`ws`).
 //!
 //! Routes are fixed at start from the config (`Routes`). Handlers are plain functions of
 //! (request, shared state) → response; nothing outside this module imports tiny_http. A
-//! panic in a handler becomes a 500 for that request only.
+//! panic in a handler becomes a 500 for that request only. With a `tls` block the one
+//! listener speaks HTTPS (and so WSS) only; there is never a plain-HTTP fallback.
+
+pub mod ws;
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
@@ -14,6 +19,7 @@ use serde_json::{json, Value};
 use tiny_http::{Header, Method, Request, Response, Server, StatusCode};
 use vrrp_protocol::VrrpState;
 
+use crate::clock::SharedClock;
 use crate::config::Mode;
 use crate::config::{Config, Secret};
 use crate::connection::{self, ConnInbox, ConnMsg, SharedConn};
@@ -21,14 +27,20 @@ use crate::datadir::DataDir;
 use crate::reader::{SharedStatus, Trigger, TriggerSource};
 use crate::register::RegShared;
 
-/// The scheme the local web server speaks (tiny_http without a TLS listener).
-pub const SCHEME: &str = "http";
+/// The scheme the local web server speaks: `https` exactly when a `tls` block is set.
+pub fn scheme(tls: bool) -> &'static str {
+    if tls {
+        "https"
+    } else {
+        "http"
+    }
+}
 
 /// Notify endpoint body limit.
 pub const MAX_NOTIFY_BODY: usize = 1024;
 
-const STATUS_PAGE: &str = include_str!("../static/status.html");
-const REGISTER_PAGE: &str = include_str!("../static/register.html");
+const STATUS_PAGE: &str = include_str!("../../static/status.html");
+const REGISTER_PAGE: &str = include_str!("../../static/register.html");
 /// Register form body limit.
 const MAX_REGISTER_BODY: usize = 8 * 1024;
 /// Workers: a registration waits up to 10 s for the server and `POST /api/connect` up to
@@ -45,7 +57,7 @@ pub struct Routes {
     pub register_configured: bool,
     pub notify: bool,
     pub health: bool,
-    /// Outbound mode (`/ws/*`, served by the connection work of a later issue).
+    /// Outbound mode: `/ws/register` and `/ws/agent` (no `serverUrl`).
     pub outbound: bool,
 }
 
@@ -94,10 +106,16 @@ pub struct WebState {
     pub conn_status: SharedConn,
     pub dir: DataDir,
     pub hostname: String,
+    /// Sent in AUTH on `/ws/agent`.
+    pub version: String,
+    /// The registration timeout and the AUTH window of `/ws/agent` read this clock.
+    pub clock: SharedClock,
 }
 
 pub struct WebHandle {
     server: Arc<Server>,
+    /// Set at stop: a worker holding a WebSocket (registration wait, AUTH window) lets go.
+    stopping: Arc<AtomicBool>,
     workers: Vec<thread::JoinHandle<()>>,
     pub addr: SocketAddr,
 }
@@ -105,6 +123,7 @@ pub struct WebHandle {
 impl WebHandle {
     /// Stops accepting and waits for the workers.
     pub fn stop(self) {
+        self.stopping.store(true, Ordering::SeqCst);
         for _ in &self.workers {
             self.server.unblock();
         }
@@ -114,34 +133,85 @@ impl WebHandle {
     }
 }
 
-/// Starts the server. A failed listen is returned to the caller, which logs it and goes on.
-pub fn start(state: WebState, bind: &Bind) -> Result<Option<WebHandle>, String> {
+/// The certificate chain and key of the `tls` block, read at start.
+pub struct TlsPem {
+    pub cert: Vec<u8>,
+    pub key: Vec<u8>,
+}
+
+impl TlsPem {
+    /// Reads both files; the error names the key that cannot be used.
+    pub fn read(cert: &std::path::Path, key: &std::path::Path) -> Result<TlsPem, String> {
+        let read = |name: &str, p: &std::path::Path| {
+            std::fs::read(p).map_err(|e| format!("{name}: cannot read {}: {e}", p.display()))
+        };
+        Ok(TlsPem {
+            cert: read("tls.cert", cert)?,
+            key: read("tls.key", key)?,
+        })
+    }
+}
+
+/// Why the web server did not start.
+#[derive(Debug)]
+pub enum StartError {
+    /// The port could not be bound: logged, the agent goes on without its web UI.
+    Listen(String),
+    /// The `tls` block cannot be used: the start ends (never a plain-HTTP fallback).
+    Tls(String),
+}
+
+/// Starts the server, with HTTPS when `tls` is given.
+pub fn start(
+    state: WebState,
+    bind: &Bind,
+    tls: Option<TlsPem>,
+) -> Result<Option<WebHandle>, StartError> {
     let addr: SocketAddr = match bind {
         Bind::All(p) => SocketAddr::from(([0, 0, 0, 0], *p)),
         Bind::LoopbackOnly(p) => SocketAddr::from(([127, 0, 0, 1], *p)),
         Bind::None(_) => return Ok(None),
     };
-    let server = Arc::new(Server::http(addr).map_err(|e| format!("cannot listen on {addr}: {e}"))?);
+    let listener = std::net::TcpListener::bind(addr)
+        .map_err(|e| StartError::Listen(format!("cannot listen on {addr}: {e}")))?;
+    let server = match tls {
+        None => Server::from_listener(listener, None)
+            .map_err(|e| StartError::Listen(format!("cannot serve on {addr}: {e}")))?,
+        Some(pem) => Server::from_listener(
+            listener,
+            Some(tiny_http::SslConfig {
+                certificate: pem.cert,
+                private_key: pem.key,
+            }),
+        )
+        .map_err(|e| {
+            StartError::Tls(format!("tls: the certificate and key cannot be used: {e}"))
+        })?,
+    };
+    let server = Arc::new(server);
     let addr = server.server_addr().to_ip().unwrap_or(addr);
     let state = Arc::new(state);
     let mut workers = Vec::new();
+    let stopping = Arc::new(AtomicBool::new(false));
     for i in 0..WORKERS {
         let server = server.clone();
         let state = state.clone();
+        let stopping = stopping.clone();
         let w = thread::Builder::new()
             .name(format!("http-worker-{i}"))
             .spawn(move || {
                 crate::fatal::guard("http-worker", || {
                     while let Ok(req) = server.recv() {
-                        serve(&state, req);
+                        serve(&state, req, &stopping);
                     }
                 })
             })
-            .map_err(|e| format!("cannot start the web server threads: {e}"))?;
+            .map_err(|e| StartError::Listen(format!("cannot start the web server threads: {e}")))?;
         workers.push(w);
     }
     Ok(Some(WebHandle {
         server,
+        stopping,
         workers,
         addr,
     }))
@@ -197,7 +267,21 @@ impl Reply {
     }
 }
 
-fn serve(state: &WebState, mut req: Request) {
+fn serve(state: &WebState, mut req: Request, stopping: &AtomicBool) {
+    if state.routes.outbound && *req.method() == Method::Get {
+        let path = req.url().split('?').next().unwrap_or("");
+        if path == "/ws/register" || path == "/ws/agent" {
+            let path = path.to_string();
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                ws::serve(state, req, &path, stopping)
+            }))
+            .is_err()
+            {
+                log::error!("WebSocket handler failed: {path}");
+            }
+            return;
+        }
+    }
     let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| route(state, &mut req)))
         .unwrap_or_else(|_| {
             log::error!("request handler failed: {} {}", req.method(), req.url());
@@ -341,7 +425,8 @@ fn connection_summary(state: &WebState) -> Value {
     json!({
         "connected": st.state == connection::ConnState::Connected,
         "state": st.state.as_str(),
-        "registered": st.has_target,
+        // Inbound: an identity and a server to dial; outbound: the identity alone.
+        "registered": st.has_target || state.reg.has_identity(),
         "attempts": st.attempts,
         "lastError": st.last_error,
         "nextAttemptInMs": next,
@@ -442,7 +527,7 @@ fn config_summary(state: &WebState) -> Value {
         "enableRegisterPage": c.enable_register_page,
         "allowSelfSignedCertificates": c.allow_self_signed,
         "allowedNetworks": c.allowed_networks.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
-        "registrationSecret": c.registration_secret.is_some(),
+        "registrationSecret": state.reg.has_secret(),
         "container": c.container,
         "keepalived": {
             "pollInterval": k.poll_interval_secs,

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, from Debian's packages, what building and testing the workspace needs and
+# a fresh machine lacks: pkg-config and libssl-dev (the agent's HTTPS listener uses
+# the distribution's OpenSSL through tiny_http's `ssl-openssl`), keepalived for the
+# lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests.
+# Run by scripts/test.sh and by .ci/run before anything is compiled.
+set -euo pipefail
+
+missing=()
+command -v keepalived >/dev/null 2>&1 || missing+=(keepalived)
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v pgrep >/dev/null 2>&1 || missing+=(procps)
+command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/install-test-deps.sh: needs ${missing[*]} (apt-get install ${missing[*]}), and root for the lab tests" >&2
+    exit 1
+  fi
+  echo "Installing ${missing[*]}..."
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
