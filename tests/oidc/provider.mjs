@@ -14,7 +14,7 @@
 //                          {"unknownKey": true} (signed by a key that is not published);
 //                          {} switches it off
 //   jwks-requests          how many times the JWKS was fetched
-// The first line on stdout is `ready <issuer> <kid>`.
+// Answers are stdout lines starting `@ `; the first is `@ ready <issuer> <kid>`.
 import crypto from 'node:crypto';
 import http from 'node:http';
 import readline from 'node:readline';
@@ -26,16 +26,23 @@ const port = Number(process.env.PROVIDER_PORT);
 const issuer = `http://127.0.0.1:${port}`;
 const idTokenTtl = Number(process.env.ID_TOKEN_TTL || 3600);
 
-// login -> claims. `erin` has no preferred_username (mapped by email), `frank`
-// neither (mapped by sub).
+// login (which is also the `sub`) -> claims. `erin` has no preferred_username
+// (mapped by email), `frank` neither (mapped by sub).
 const ACCOUNTS = {
-  alice: { sub: 'sub-alice', preferred_username: 'alice', email: 'alice@example.test' },
-  bob: { sub: 'sub-bob', preferred_username: 'bob', email: 'bob@example.test' },
-  carol: { sub: 'sub-carol', preferred_username: 'carol', email: 'carol@example.test' },
-  dave: { sub: 'sub-dave', preferred_username: 'dave', email: 'dave@example.test' },
-  erin: { sub: 'sub-erin', email: 'erin@example.test' },
-  frank: { sub: 'sub-frank' },
+  alice: { preferred_username: 'alice', email: 'alice@example.test' },
+  bob: { preferred_username: 'bob', email: 'bob@example.test' },
+  carol: { preferred_username: 'carol', email: 'carol@example.test' },
+  dave: { preferred_username: 'dave', email: 'dave@example.test' },
+  erin: { email: 'erin@example.test' },
+  frank: {},
 };
+
+// stdout carries only the answers to the test (prefixed `@ `); the
+// provider's own notices go to stderr.
+for (const level of ['log', 'info', 'warn', 'debug']) {
+  console[level] = (...args) => console.error(...args);
+}
+const answer = (line) => process.stdout.write(`@ ${line}\n`);
 
 async function newKey() {
   const { privateKey } = await jose.generateKeyPair('RS256', { extractable: true });
@@ -51,7 +58,7 @@ let jwksRequests = 0;
 async function findAccount(ctx, id) {
   const account = ACCOUNTS[id];
   if (!account) return undefined;
-  return { accountId: id, claims: async () => ({ ...account }) };
+  return { accountId: id, claims: async () => ({ sub: id, ...account }) };
 }
 
 async function resign(idToken) {
@@ -105,7 +112,7 @@ function build() {
 let handler = build();
 const server = http.createServer((req, res) => handler(req, res));
 server.listen(port, '127.0.0.1', () => {
-  process.stdout.write(`ready ${issuer} ${keys[0].kid}\n`);
+  answer(`ready ${issuer} ${keys[0].kid}`);
 });
 
 const commands = readline.createInterface({ input: process.stdin });
@@ -116,20 +123,20 @@ commands.on('line', async (line) => {
       case 'rotate':
         keys = [await newKey(), ...keys];
         handler = build();
-        process.stdout.write(`rotated ${keys[0].kid}\n`);
+        answer(`rotated ${keys[0].kid}`);
         break;
       case 'mutate':
         mutation = JSON.parse(rest.join(' ') || '{}');
-        process.stdout.write('mutated\n');
+        answer('mutated');
         break;
       case 'jwks-requests':
-        process.stdout.write(`jwks-requests ${jwksRequests}\n`);
+        answer(`jwks-requests ${jwksRequests}`);
         break;
       default:
-        process.stdout.write(`unknown ${command}\n`);
+        answer(`unknown ${command}`);
     }
   } catch (e) {
-    process.stdout.write(`error ${e.message}\n`);
+    answer(`error ${e.message}`);
   }
 });
 // The test holds stdin: when it goes away, so does the provider.

@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod config;
 mod http;
+mod oidc;
 mod outbound;
 mod settings;
 mod timing;
