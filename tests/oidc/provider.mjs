@@ -2,7 +2,8 @@
 // server's end-to-end OIDC tests (tests/server/oidc.rs).
 //
 // Environment: PROVIDER_PORT, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI,
-// ID_TOKEN_TTL (seconds, default 3600).
+// ID_TOKEN_TTL (seconds, default 3600); TLS_CERT and TLS_KEY (PEM files) serve
+// https://localhost:PORT instead of http://127.0.0.1:PORT.
 //
 // The provider's own development login and consent forms are served
 // (devInteractions); any password is accepted, the login names one of
@@ -16,14 +17,19 @@
 //   jwks-requests          how many times the JWKS was fetched
 // Answers are stdout lines starting `@ `; the first is `@ ready <issuer> <kid>`.
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
+import https from 'node:https';
 import readline from 'node:readline';
 
 import * as jose from 'jose';
 import Provider from 'oidc-provider';
 
 const port = Number(process.env.PROVIDER_PORT);
-const issuer = `http://127.0.0.1:${port}`;
+const tls = process.env.TLS_CERT
+  ? { cert: fs.readFileSync(process.env.TLS_CERT), key: fs.readFileSync(process.env.TLS_KEY) }
+  : undefined;
+const issuer = tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`;
 const idTokenTtl = Number(process.env.ID_TOKEN_TTL || 3600);
 
 // login (which is also the `sub`) -> claims. `erin` has no preferred_username
@@ -110,7 +116,8 @@ function build() {
 }
 
 let handler = build();
-const server = http.createServer((req, res) => handler(req, res));
+const serve = (req, res) => handler(req, res);
+const server = tls ? https.createServer(tls, serve) : http.createServer(serve);
 server.listen(port, '127.0.0.1', () => {
   answer(`ready ${issuer} ${keys[0].kid}`);
 });

@@ -47,10 +47,15 @@ struct Provider {
 
 impl Provider {
     fn start(redirect_uri: &str, id_token_ttl_secs: u64) -> Provider {
+        Provider::start_with(redirect_uri, id_token_ttl_secs, &[])
+    }
+
+    fn start_with(redirect_uri: &str, id_token_ttl_secs: u64, env: &[(&str, String)]) -> Provider {
         install_provider();
         let port = free_port();
         let mut child = Command::new("node")
             .arg("provider.mjs")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .current_dir(provider_dir())
             .env("PROVIDER_PORT", port.to_string())
             .env("CLIENT_ID", CLIENT_ID)
@@ -702,6 +707,44 @@ fn a_provider_that_cannot_be_discovered_ends_the_start() {
     assert_eq!(fatal.len(), 1, "{lines:?}");
     assert!(
         fatal[0].starts_with(&format!("OIDC discovery at {issuer} failed: ")),
+        "{}",
+        fatal[0]
+    );
+}
+
+#[test]
+fn a_provider_certificate_that_is_not_trusted_ends_the_start() {
+    // TLS is verified: a self-signed certificate (valid for localhost) is refused.
+    let tls = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("agent/tests/fixtures/tls");
+    let launch = Launch::new();
+    let redirect = format!("http://127.0.0.1:{}/api/auth/callback", launch.port);
+    let provider = Provider::start_with(
+        &redirect,
+        3600,
+        &[
+            (
+                "TLS_CERT",
+                tls.join("localhost.cert.pem").display().to_string(),
+            ),
+            (
+                "TLS_KEY",
+                tls.join("localhost.key.pem").display().to_string(),
+            ),
+        ],
+    );
+    assert!(provider.issuer.starts_with("https://localhost:"));
+    let config = oidc_config(&provider.issuer, launch.port);
+    let (status, lines) = launch.config(&config).run_to_exit();
+    assert_eq!(status.code(), Some(1));
+    let fatal = fatal_lines(&lines);
+    assert_eq!(fatal.len(), 1, "{lines:?}");
+    assert!(
+        fatal[0].starts_with(&format!("OIDC discovery at {} failed: ", provider.issuer)),
+        "{}",
+        fatal[0]
+    );
+    assert!(
+        fatal[0].to_lowercase().contains("certificate"),
         "{}",
         fatal[0]
     );

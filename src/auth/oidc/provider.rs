@@ -1,4 +1,5 @@
-//! Talking to the identity provider over HTTP (ureq, TLS verified, timeouts):
+//! Talking to the identity provider over HTTP (ureq, TLS verified against the
+//! system's trust store, timeouts):
 //! discovery, the JWKS, the token endpoint and userinfo, plus the id_token
 //! signature check against the cached JWKS.
 //!
@@ -14,6 +15,7 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::Value;
 use std::time::Duration;
+use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
 /// Whole-call limit for one request to the provider.
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -51,8 +53,31 @@ pub struct Tokens {
     pub access_token: Option<String>,
 }
 
+/// The system's trust store (Debian's bundle, with any CA the operator added by
+/// `update-ca-certificates`): identity providers often sit behind an internal CA.
+const SYSTEM_ROOTS: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// The system's roots when it has a bundle, else Mozilla's (built in).
+fn root_certs() -> RootCerts {
+    let Ok(pem) = std::fs::read(SYSTEM_ROOTS) else {
+        return RootCerts::WebPki;
+    };
+    let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    if certs.is_empty() {
+        RootCerts::WebPki
+    } else {
+        RootCerts::new_with_certs(&certs)
+    }
+}
+
 fn agent() -> ureq::Agent {
     ureq::Agent::config_builder()
+        .tls_config(TlsConfig::builder().root_certs(root_certs()).build())
         .timeout_global(Some(CALL_TIMEOUT))
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .http_status_as_error(false)
