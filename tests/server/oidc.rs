@@ -504,6 +504,7 @@ fn login_through_the_provider_and_back() {
         "{log}"
     );
     assert!(!log.contains(&code), "the code was logged");
+    assert!(!log.contains(CLIENT_SECRET), "the client secret was logged");
     assert!(!log.contains(&token), "the session token was logged");
 }
 
