@@ -2,7 +2,8 @@
 # Installs, from Debian's packages, what building and testing the workspace needs and
 # a fresh machine lacks: pkg-config and libssl-dev (the agent's HTTPS listener uses
 # the distribution's OpenSSL through tiny_http's `ssl-openssl`), keepalived for the
-# lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests.
+# lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests,
+# Node.js and npm for the OIDC tests' identity provider.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
 set -euo pipefail
 
@@ -12,6 +13,8 @@ command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v pgrep >/dev/null 2>&1 || missing+=(procps)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -5,11 +5,19 @@
 #
 # On a fresh Debian machine it first installs what the build and the tests need from
 # Debian's packages (scripts/install-test-deps.sh: OpenSSL headers for the agent's
-# HTTPS listener, keepalived for the lab, iproute2/procps/util-linux for namespaces).
+# HTTPS listener, keepalived for the lab, iproute2/procps/util-linux for namespaces,
+# Node.js and npm for the OIDC tests), then the OIDC tests' identity provider (npm's
+# certified `oidc-provider`, pinned in tests/oidc/package-lock.json) from the npm
+# registry into tests/oidc/node_modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/install-test-deps.sh
+
+if [ ! -f tests/oidc/node_modules/oidc-provider/package.json ]; then
+  echo "Installing the OIDC test provider (npm ci in tests/oidc)..."
+  (cd tests/oidc && npm ci --no-audit --no-fund)
+fi
 
 # End-to-end tests start binaries of other packages (the agent's tests start the
 # server): build every binary first, so each finds the others beside its own.

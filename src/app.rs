@@ -10,6 +10,7 @@ use crate::agents::feed;
 use crate::agents::readings::Latest;
 use crate::agents::session::SessionHandles;
 use crate::agents::AgentRegistry;
+use crate::auth::oidc::Oidc;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::sealed::SealKey;
 use crate::auth::session::SessionKeys;
@@ -131,6 +132,15 @@ pub fn run(
         .map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
 
     let db = Arc::new(db);
+    let oidc = Oidc::discover(&config.oidc).map_err(|e| {
+        FatalError(format!(
+            "OIDC discovery at {} failed: {e}",
+            config.oidc.issuer
+        ))
+    })?;
+    if let Some(oidc) = &oidc {
+        log::info!("OIDC login through {}", oidc.issuer());
+    }
     let initial_password = bootstrap_admin(&config, &db, &clock)?;
     let local = listener
         .local_addr()
@@ -238,6 +248,7 @@ pub fn run(
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
+        oidc,
         port: local.port(),
         hub,
         agents,

@@ -22,6 +22,26 @@ pub fn cleared_cookies(secure: bool) -> [String; 2] {
     ]
 }
 
+/// The OIDC browser binding (see `auth::oidc::BROWSER_COOKIE`): only the auth
+/// routes see it; `Lax`, because the provider's redirect back to the callback is
+/// a cross-site navigation; it lives as long as a login may take.
+pub fn oidc_browser_cookie(value: &str, secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{}={value}; Path=/api/auth; Max-Age=600; HttpOnly; SameSite=Lax{secure}",
+        crate::auth::oidc::BROWSER_COOKIE
+    )
+}
+
+/// Clears the OIDC browser binding once a login used it.
+pub fn cleared_oidc_browser_cookie(secure: bool) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!(
+        "{}=; Path=/api/auth; Max-Age=0; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Lax{secure}",
+        crate::auth::oidc::BROWSER_COOKIE
+    )
+}
+
 /// The value of cookie `name` in a `Cookie` request header.
 pub fn find<'a>(header: &'a str, name: &str) -> Option<&'a str> {
     header.split(';').find_map(|pair| {
@@ -47,6 +67,17 @@ mod tests {
         );
         let [session, _] = session_cookies("tok", 60, false);
         assert!(!session.contains("Secure"));
+    }
+
+    #[test]
+    fn oidc_binding_cookie() {
+        assert_eq!(
+            oidc_browser_cookie("b1", true),
+            "svc_oidc=b1; Path=/api/auth; Max-Age=600; HttpOnly; SameSite=Lax; Secure"
+        );
+        assert!(
+            cleared_oidc_browser_cookie(false).starts_with("svc_oidc=; Path=/api/auth; Max-Age=0;")
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
-//! Who is calling: password checks, session tokens, cookies and the login limit.
+//! Who is calling: password checks, session tokens, cookies, the login limit,
+//! and OIDC login against an identity provider (`oidc`).
 //!
 //! [`authenticate`] turns a presented token into a [`Session`], refusing tokens
 //! whose `tv` no longer matches the user's stored token version (revocation).
 
 pub mod cookies;
+pub mod oidc;
 pub mod password;
 pub mod rate_limit;
 pub mod sealed;

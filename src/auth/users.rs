@@ -66,6 +66,10 @@ impl AuthMethods {
     pub fn has_local(self) -> bool {
         matches!(self, AuthMethods::Local | AuthMethods::LocalAndOidc)
     }
+
+    pub fn has_oidc(self) -> bool {
+        matches!(self, AuthMethods::Oidc | AuthMethods::LocalAndOidc)
+    }
 }
 
 #[derive(Debug)]

@@ -130,13 +130,26 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct OidcConfig {
     pub enabled: bool,
     pub issuer: String,
     pub client_id: String,
     pub client_secret: String,
     pub redirect_uri: String,
+}
+
+impl fmt::Debug for OidcConfig {
+    // By hand, so that the client secret cannot reach a log line through `{:?}`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OidcConfig")
+            .field("enabled", &self.enabled)
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &"****")
+            .field("redirect_uri", &self.redirect_uri)
+            .finish()
+    }
 }
 
 #[derive(Debug, Clone, Default)]

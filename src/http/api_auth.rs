@@ -5,7 +5,7 @@ use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
 use super::App;
 use crate::auth::users;
-use crate::auth::{cookies, password, rate_limit::Decision, Session};
+use crate::auth::{cookies, oidc, password, rate_limit::Decision, Session};
 use crate::clock::iso;
 use serde_json::json;
 
@@ -113,19 +113,42 @@ pub fn me(_app: &App, _req: &Req, session: &Session, _path: &[&str]) -> ApiResul
 }
 
 /// `GET /api/auth/config`: `oidc` only while a provider is configured and was
-/// discovered at start; OIDC login is not built yet, so always `local`.
-pub fn config(_app: &App) -> ApiResult {
-    Ok(Resp::ok(&json!({ "type": "local" })))
+/// discovered at start.
+pub fn config(app: &App) -> ApiResult {
+    let kind = if app.oidc.is_some() { "oidc" } else { "local" };
+    Ok(Resp::ok(&json!({ "type": kind })))
 }
 
-/// `GET /api/auth/login`: 404 while OIDC is not configured.
-pub fn oidc_login(_app: &App) -> ApiResult {
-    Err(ApiError::not_found("OIDC is not configured"))
+fn browser_binding(req: &Req) -> Option<&str> {
+    req.header("cookie")
+        .and_then(|c| cookies::find(c, oidc::BROWSER_COOKIE))
 }
 
-/// `GET /api/auth/callback`: the query is checked first; with OIDC off the
-/// callback always fails.
-pub fn oidc_callback(_app: &App, req: &Req) -> ApiResult {
+/// `GET /api/auth/login`: 302 to the provider; 404 while OIDC is not configured.
+pub fn oidc_login(app: &App, req: &Req) -> ApiResult {
+    let Some(oidc) = &app.oidc else {
+        return Err(ApiError::not_found("OIDC is not configured"));
+    };
+    let begun = oidc.begin(browser_binding(req), app.clock.now());
+    Ok(Resp::redirect(&begun.authorization_url).header(
+        "set-cookie",
+        cookies::oidc_browser_cookie(&begun.browser, req.https),
+    ))
+}
+
+/// `GET /api/auth/callback`: a provider's error answer, then the query, then the
+/// login itself; every failure is `500 Authentication failed: <reason>`.
+pub fn oidc_callback(app: &App, req: &Req) -> ApiResult {
+    // RFC 6749 §4.1.2.1: the provider refused (the user cancelled, say); there is no code.
+    if let Some(error) = req.query_param("error") {
+        let error: String = error.chars().take(100).collect();
+        log::warn!(
+            "OIDC login from {} failed: the provider answered {}",
+            req.client_ip,
+            error.escape_debug()
+        );
+        return Err(auth_failed(&format!("the provider answered {error}")));
+    }
     for key in ["code", "state"] {
         match req.query_param(key) {
             None => return Err(invalid(key, "is required")),
@@ -133,8 +156,42 @@ pub fn oidc_callback(_app: &App, req: &Req) -> ApiResult {
             Some(_) => {}
         }
     }
-    Err(ApiError::new(
-        500,
-        "Authentication failed: OIDC is not enabled",
-    ))
+    let Some(oidc) = &app.oidc else {
+        return Err(auth_failed("OIDC is not enabled"));
+    };
+    let callback = oidc::Callback {
+        code: req.query_param("code").unwrap_or_default(),
+        state: req.query_param("state").unwrap_or_default(),
+        iss: req.query_param("iss"),
+        browser: browser_binding(req),
+    };
+    match oidc.finish(&app.db, &callback, app.clock.now()) {
+        Ok(user) => {
+            log::info!(
+                "User \"{}\" logged in through OIDC from {}",
+                user.username.escape_debug(),
+                req.client_ip
+            );
+            let resp = Resp::redirect("/").header(
+                "set-cookie",
+                cookies::cleared_oidc_browser_cookie(req.https),
+            );
+            Ok(set_session(
+                app,
+                req,
+                resp,
+                user.id,
+                &user.username,
+                user.token_version,
+            ))
+        }
+        Err(reason) => {
+            log::warn!("OIDC login from {} failed: {reason}", req.client_ip);
+            Err(auth_failed(&reason))
+        }
+    }
+}
+
+fn auth_failed(reason: &str) -> ApiError {
+    ApiError::new(500, format!("Authentication failed: {reason}"))
 }

@@ -240,7 +240,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
         ("POST", ["api", "login"]) => api_auth::login(app, req),
         ("POST", ["api", "auth", "logout"]) => api_auth::logout(app, req),
         ("GET", ["api", "auth", "config"]) => api_auth::config(app),
-        ("GET", ["api", "auth", "login"]) => api_auth::oidc_login(app),
+        ("GET", ["api", "auth", "login"]) => api_auth::oidc_login(app, req),
         ("GET", ["api", "auth", "callback"]) => api_auth::oidc_callback(app, req),
         ("GET", ["api", "health"]) => health(app),
         ("GET", ["api", "v1", "ping"]) => Ok(Resp::ok(&json!({ "status": "ok" }))),

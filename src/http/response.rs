@@ -32,6 +32,16 @@ impl Resp {
         Resp::json(200, value)
     }
 
+    /// A `302 Found` to `location`, without a body.
+    pub fn redirect(location: &str) -> Resp {
+        Resp {
+            status: 302,
+            headers: vec![("location".to_owned(), location.to_owned())],
+            body: Vec::new(),
+            content_type: "text/plain; charset=utf-8",
+        }
+    }
+
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Resp {
         self.headers.push((name.to_owned(), value.into()));
         self

@@ -11,6 +11,7 @@ use crate::agents::feed::{self, ClientsChanged};
 use crate::agents::readings::Latest;
 use crate::agents::session::SessionHandles;
 use crate::agents::AgentRegistry;
+use crate::auth::oidc::Oidc;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
 use crate::clock::SharedClock;
@@ -37,6 +38,8 @@ pub struct App {
     pub clock: SharedClock,
     pub sessions: SessionKeys,
     pub login_limiter: RateLimiter,
+    /// OIDC login, when configured and discovered at start.
+    pub oidc: Option<Oidc>,
     /// The port we listen on: how an upgraded connection's socket is found.
     pub port: u16,
     pub hub: Arc<Hub>,

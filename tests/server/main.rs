@@ -7,6 +7,7 @@ mod auth;
 mod config;
 mod first_sighting;
 mod http;
+mod oidc;
 mod outbound;
 mod settings;
 mod timing;
