@@ -18,4 +18,5 @@ pub mod lifecycle;
 pub mod live;
 pub mod logging;
 pub mod schedulers;
+pub mod secrets;
 pub mod webhooks;

@@ -4,10 +4,10 @@
 //! Only the SHA-256 of a registration token and of an agent's auth token is stored;
 //! the raw values appear once, in the answer that issued them.
 
-use crate::auth::secrets::{random_hex, sha256_hex};
 use crate::clock::iso;
 use crate::config::values::canonical_ip;
 use crate::db::{Db, DbError};
+use crate::secrets::{random_hex, sha256_hex};
 use chrono::{DateTime, Duration, Utc};
 use ipnet::Ipv4Net;
 use rusqlite::{params, OptionalExtension, Row};

@@ -9,7 +9,6 @@ pub mod oidc;
 pub mod password;
 pub mod rate_limit;
 pub mod sealed;
-pub mod secrets;
 pub mod session;
 pub mod users;
 

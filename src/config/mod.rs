@@ -8,7 +8,7 @@ pub mod rewrite;
 pub mod settings;
 pub mod values;
 
-use crate::auth::secrets::random_hex;
+use crate::secrets::random_hex;
 use ipnet::Ipv4Net;
 use rewrite::Addition;
 use serde_json::{Map, Value};

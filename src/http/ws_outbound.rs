@@ -20,12 +20,12 @@ use crate::agents::outbound::{
 };
 use crate::agents::session::{self, Auth, SessionHandles};
 use crate::auth::sealed::SealKey;
-use crate::auth::secrets::random_hex;
 use crate::clock::SharedClock;
 use crate::config::values::canonical_ip;
 use crate::db::DbError;
 use crate::lifecycle::Shutdown;
 use crate::live::{self, envelope, Outbox, ToSocket};
+use crate::secrets::random_hex;
 use chrono::{DateTime, Utc};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;

@@ -22,6 +22,8 @@ pub struct HostAgent {
     pub child: Option<Child>,
     pub runs: u32,
     pub log_level: &'static str,
+    /// Extra environment of the agent process.
+    pub env: Vec<(String, String)>,
 }
 
 impl HostAgent {
@@ -36,14 +38,16 @@ impl HostAgent {
             child: None,
             runs: 0,
             log_level: "debug",
+            env: Vec::new(),
         }
     }
 
     pub fn start(&mut self, lab: &Lab) {
         self.runs += 1;
         let log = fs::File::create(self.log_path(self.runs)).unwrap();
-        let child = lab
-            .cmd(&["exec", &self.host, self.bin.to_str().unwrap()])
+        let mut cmd = lab.cmd(&["exec", &self.host, self.bin.to_str().unwrap()]);
+        cmd.envs(self.env.iter().map(|(k, v)| (k, v)));
+        let child = cmd
             .env("SVC_CLIENT_CONFIG", self.dir.join("config.yaml"))
             .env("SVC_CLIENT_DATA_DIR", self.dir.join("data"))
             .env("LOG_LEVEL", self.log_level)
