@@ -79,20 +79,29 @@ pub fn request(
     body: Option<&Value>,
 ) -> (u16, Option<String>, Value) {
     let h = http();
-    let mut resp = match (method, body) {
-        ("GET", _) => {
-            let mut r = h.get(url);
-            if let Some(c) = cookie {
-                r = r.header("Cookie", &format!("svc_session={c}"));
+    let cookie = cookie.map(|c| format!("svc_session={c}"));
+    let mut resp = match method {
+        "GET" | "DELETE" => {
+            let mut r = if method == "GET" {
+                h.get(url)
+            } else {
+                h.delete(url)
+            };
+            if let Some(c) = &cookie {
+                r = r.header("Cookie", c);
             }
             r.call()
         }
-        (_, b) => {
-            let mut r = h.post(url);
-            if let Some(c) = cookie {
-                r = r.header("Cookie", &format!("svc_session={c}"));
+        _ => {
+            let mut r = if method == "PUT" {
+                h.put(url)
+            } else {
+                h.post(url)
+            };
+            if let Some(c) = &cookie {
+                r = r.header("Cookie", c);
             }
-            match b {
+            match body {
                 Some(b) => r.send_json(b),
                 None => r.send_empty(),
             }
