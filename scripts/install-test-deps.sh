@@ -3,7 +3,8 @@
 # a fresh machine lacks: pkg-config and libssl-dev (the agent's HTTPS listener uses
 # the distribution's OpenSSL through tiny_http's `ssl-openssl`), keepalived for the
 # lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests,
-# Node.js and npm for the OIDC tests' identity provider.
+# Node.js and npm for the OIDC tests' identity provider, chromium and
+# chromium-driver for the dashboard's browser tests (tests/browser).
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
 set -euo pipefail
 
@@ -17,6 +18,8 @@ command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "scripts/install-test-deps.sh: needs ${missing[*]} (apt-get install ${missing[*]}), and root for the lab tests" >&2

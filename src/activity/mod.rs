@@ -220,44 +220,169 @@ pub fn insert_new(db: &Db, events: Vec<Event>) -> Result<Vec<Event>, DbError> {
 
 /// The activity list, newest first by occurredAt, with `user_id`'s seen state.
 pub fn list(db: &Db, user_id: i64) -> Result<Vec<Value>, DbError> {
+    list_page(db, user_id, &Page::default(), |_| true)
+}
+
+/// A slice of the activity list (the dashboard pages it; the spec's
+/// unparameterised `GET /api/v1/activity` is `Page::default()`).
+#[derive(Debug, Default, Clone)]
+pub struct Page {
+    /// At most this many records.
+    pub limit: Option<usize>,
+    /// Only records after this one in the list's order (older); an unknown id
+    /// gives an empty page.
+    pub before: Option<String>,
+    /// Only these levels (empty: all).
+    pub levels: Vec<ActivityLevel>,
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<String>,
+    /// Only the events of this correlation id (an incident).
+    pub correlation_id: Option<String>,
+    /// Only records the user has not seen.
+    pub unseen: bool,
+    /// Only records that occurred at or after this ISO 8601 time.
+    pub since: Option<String>,
+}
+
+/// [`list`] narrowed by `page`, and by `keep` for what SQL cannot judge (text
+/// composed from the record, the cluster it names). `keep` sees the record
+/// without its `seen` flag's influence on order.
+pub fn list_page(
+    db: &Db,
+    user_id: i64,
+    page: &Page,
+    keep: impl Fn(&Value) -> bool,
+) -> Result<Vec<Value>, DbError> {
     db.read(|c| {
-        let mut stmt = c.prepare(
+        let mut sql = String::from(
             "SELECT a.*, s.user_id IS NOT NULL AS seen FROM activity a
-             LEFT JOIN activity_seen s ON s.activity_id = a.id AND s.user_id = ?1
-             ORDER BY a.occurred_at DESC, a.received_at DESC, a.id DESC",
-        )?;
-        let rows = stmt
-            .query_map([user_id], |r| {
-                let obj = |col: &str| -> rusqlite::Result<Map<String, Value>> {
-                    let text: String = r.get(col)?;
-                    Ok(serde_json::from_str::<Value>(&text)
-                        .ok()
-                        .and_then(|v| v.as_object().cloned())
-                        .unwrap_or_default())
-                };
-                let level: String = r.get("level")?;
-                let source: String = r.get("source")?;
-                let e = Event {
-                    id: r.get("id")?,
-                    occurred_at: r.get("occurred_at")?,
-                    received_at: r.get("received_at")?,
-                    source: if source == "server" {
-                        "server"
-                    } else {
-                        "agent"
-                    },
-                    client_id: r.get("client_id")?,
-                    kind: r.get("kind")?,
-                    level: serde_json::from_value(Value::String(level)).unwrap_or_default(),
-                    correlation_id: r.get("correlation_id")?,
-                    subject: obj("subject")?,
-                    data: obj("data")?,
-                };
-                Ok(e.to_json(r.get("seen")?))
-            })?
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(rows)
+             LEFT JOIN activity_seen s ON s.activity_id = a.id AND s.user_id = ?1 WHERE 1",
+        );
+        let mut args: Vec<rusqlite::types::Value> = vec![user_id.into()];
+        if let Some(before) = &page.before {
+            args.push(before.clone().into());
+            sql.push_str(&format!(
+                " AND (a.occurred_at, a.received_at, a.id) <
+                 (SELECT occurred_at, received_at, id FROM activity WHERE id = ?{})",
+                args.len()
+            ));
+        }
+        if let Some(since) = &page.since {
+            args.push(since.clone().into());
+            sql.push_str(&format!(" AND a.occurred_at >= ?{}", args.len()));
+        }
+        if !page.levels.is_empty() {
+            let mut marks = Vec::new();
+            for level in &page.levels {
+                args.push(level.as_str().to_owned().into());
+                marks.push(format!("?{}", args.len()));
+            }
+            sql.push_str(&format!(" AND a.level IN ({})", marks.join(",")));
+        }
+        if !page.kinds.is_empty() {
+            let mut marks = Vec::new();
+            for kind in &page.kinds {
+                args.push(kind.clone().into());
+                marks.push(format!("?{}", args.len()));
+            }
+            sql.push_str(&format!(" AND a.kind IN ({})", marks.join(",")));
+        }
+        if let Some(id) = &page.correlation_id {
+            args.push(id.clone().into());
+            sql.push_str(&format!(" AND a.correlation_id = ?{}", args.len()));
+        }
+        if page.unseen {
+            sql.push_str(" AND s.user_id IS NULL");
+        }
+        sql.push_str(" ORDER BY a.occurred_at DESC, a.received_at DESC, a.id DESC");
+        let mut stmt = c.prepare(&sql)?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
+            let obj = |col: &str| -> rusqlite::Result<Map<String, Value>> {
+                let text: String = r.get(col)?;
+                Ok(serde_json::from_str::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v.as_object().cloned())
+                    .unwrap_or_default())
+            };
+            let level: String = r.get("level")?;
+            let source: String = r.get("source")?;
+            let e = Event {
+                id: r.get("id")?,
+                occurred_at: r.get("occurred_at")?,
+                received_at: r.get("received_at")?,
+                source: if source == "server" {
+                    "server"
+                } else {
+                    "agent"
+                },
+                client_id: r.get("client_id")?,
+                kind: r.get("kind")?,
+                level: serde_json::from_value(Value::String(level)).unwrap_or_default(),
+                correlation_id: r.get("correlation_id")?,
+                subject: obj("subject")?,
+                data: obj("data")?,
+            };
+            Ok(e.to_json(r.get("seen")?))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let record = row?;
+            if keep(&record) {
+                out.push(record);
+                if page.limit.is_some_and(|n| out.len() >= n) {
+                    break;
+                }
+            }
+        }
+        Ok(out)
     })
+}
+
+/// Adds `message` and `detail`, composed by [`crate::messages::compose`], to
+/// ActivityRecords bound for a dashboard, so the dashboard and webhooks say the
+/// same thing. Host names are looked up once for the whole batch.
+pub fn with_texts(db: &Db, records: &mut [Value]) {
+    let names: std::collections::HashMap<String, String> = match crate::agents::clients::list(db) {
+        Ok(list) => list
+            .into_iter()
+            .map(|c| (c.id.clone(), c.name().to_owned()))
+            .collect(),
+        Err(e) => {
+            log::warn!("Activity texts without host names: {e}");
+            Default::default()
+        }
+    };
+    for record in records {
+        let host = record["clientId"].as_str().and_then(|id| names.get(id));
+        let (message, detail) = messages::compose(
+            record["kind"].as_str().unwrap_or_default(),
+            &record["subject"],
+            &record["data"],
+            host.map(String::as_str),
+        );
+        if let Some(o) = record.as_object_mut() {
+            o.insert("message".into(), Value::String(message));
+            o.insert("detail".into(), detail.map_or(Value::Null, Value::String));
+        }
+    }
+}
+
+/// Whether a cluster event (`data.cluster`) is about the cluster with this key
+/// (`<site>|<vrid>|<network>`, as the cluster list names it).
+pub fn is_about_cluster(record: &Value, key: &str) -> bool {
+    let mut parts = key.splitn(3, '|');
+    let (Some(site), Some(vrid), Some(network)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let c = &record["data"]["cluster"];
+    if !c.is_object() {
+        return false;
+    }
+    c["site"].as_str().unwrap_or_default() == site
+        && c["vrid"].as_i64().map(|v| v.to_string()).as_deref() == Some(vrid)
+        && c["networks"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n.as_str() == Some(network)))
 }
 
 /// Marks events seen for a user; returns the ids that turned seen now (unknown and

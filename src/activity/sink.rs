@@ -2,11 +2,12 @@
 //!
 //! The sink applies the level policy (the `activity_level_overrides` setting),
 //! stores the events whose ids are new, and hands exactly those on: to the
-//! dashboards (ACTIVITY_APPENDED) and to the webhooks. Every thread that records
+//! dashboards (ACTIVITY_APPENDED, with the composed `message` and `detail`) and
+//! to the webhooks. Every thread that records
 //! events (agent sessions, the `cluster-eval` thread, the schedulers, the HTTP
 //! routes) holds a clone of it, not the whole `App`.
 
-use super::{insert_new, Event, LevelPolicy};
+use super::{insert_new, with_texts, Event, LevelPolicy};
 use crate::db::Db;
 use crate::live::{envelope, Hub};
 use std::sync::Arc;
@@ -56,7 +57,8 @@ impl ActivitySink {
         match insert_new(&self.db, kept) {
             Ok(stored) => {
                 if !stored.is_empty() {
-                    let records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
+                    let mut records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
+                    with_texts(&self.db, &mut records);
                     self.hub.broadcast(envelope(
                         "ACTIVITY_APPENDED",
                         serde_json::Value::Array(records),

@@ -13,6 +13,7 @@ pub mod conns;
 pub mod request;
 pub mod response;
 pub mod state;
+pub mod static_files;
 pub mod validate;
 pub mod ws;
 pub mod ws_agent;
@@ -216,7 +217,10 @@ fn to_tiny(resp: Resp, hsts: bool) -> tiny_http::Response<std::io::Cursor<Vec<u8
         }
     };
     add("Content-Type", resp.content_type);
-    add("Cache-Control", "no-store");
+    // API answers are never cached; dashboard files say how they may be.
+    if !resp.headers.iter().any(|(n, _)| n == "Cache-Control") {
+        add("Cache-Control", "no-store");
+    }
     add("X-Content-Type-Options", "nosniff");
     if hsts {
         add(
@@ -252,6 +256,12 @@ fn route(app: &App, req: &Req) -> ApiResult {
             body: include_bytes!("../../static/docs/webhook-templates.md").to_vec(),
             content_type: "text/markdown; charset=utf-8",
         }),
+        // Everything outside /api, /ws and /docs is the dashboard (deep links
+        // answer index.html).
+        ("GET" | "HEAD", [first, ..]) if !matches!(*first, "api" | "ws" | "docs") => {
+            Ok(static_files::serve(req))
+        }
+        ("GET" | "HEAD", []) => Ok(static_files::serve(req)),
         _ => {
             let handler: Handler = match (req.method.as_str(), path.as_slice()) {
                 ("GET", ["api", "v1", "me"]) => api_auth::me,

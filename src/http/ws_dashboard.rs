@@ -3,6 +3,11 @@
 //! Authenticated by the `svc_session` cookie only. On connect it sends the full
 //! client list, every stored reading and the activity list; then whatever the
 //! [`Hub`](crate::live::Hub) broadcasts.
+//!
+//! `?activity=<n>` (the dashboard's own choice, not in the spec) limits the
+//! activity list sent on connect to the newest `n` records: with 50,000 stored
+//! events the full list would hold up the first page load; the dashboard pages
+//! the rest over REST. Without it the whole list is sent, as the spec says.
 
 use super::conns::ConnTracker;
 use super::ws::{self, Flow, Session, WsSocket};
@@ -18,6 +23,12 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let token = ws::header(&rq, "cookie")
         .and_then(|c| cookies::find(c, cookies::SESSION_COOKIE).map(str::to_owned))
         .filter(|t| !t.is_empty());
+    let activity_limit = rq
+        .url()
+        .split_once('?')
+        .and_then(|(_, q)| q.split('&').find_map(|kv| kv.strip_prefix("activity=")))
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|n| *n > 0);
     let Some(peer) = rq.remote_addr().copied() else {
         return;
     };
@@ -42,7 +53,11 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         .name(name)
         .spawn(move || {
             let _busy = busy;
-            if crate::lifecycle::contain_panics(|| serve(&app, socket, session.user_id)).is_none() {
+            if crate::lifecycle::contain_panics(|| {
+                serve(&app, socket, session.user_id, activity_limit)
+            })
+            .is_none()
+            {
                 log::error!("The dashboard connection from {peer} ended in a panic");
             }
         });
@@ -51,7 +66,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     }
 }
 
-fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64) {
+fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64, activity_limit: Option<usize>) {
     let (outbox, inbox) = match live::channel::<ToSocket>(hub::QUEUE) {
         Ok(c) => c,
         Err(e) => {
@@ -62,7 +77,7 @@ fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64) {
     // Subscribe before taking the snapshot: a broadcast in between waits in the
     // queue and goes out after it, so nothing is missed (an event may come twice).
     let subscription = app.hub.subscribe(user_id, outbox);
-    if send_snapshot(app, &mut socket, user_id).is_err() {
+    if send_snapshot(app, &mut socket, user_id, activity_limit).is_err() {
         app.hub.unsubscribe(subscription);
         return;
     }
@@ -70,7 +85,12 @@ fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64) {
     app.hub.unsubscribe(subscription);
 }
 
-fn send_snapshot(app: &App, socket: &mut WsSocket, user_id: i64) -> Result<(), ws::Gone> {
+fn send_snapshot(
+    app: &App,
+    socket: &mut WsSocket,
+    user_id: i64,
+    activity_limit: Option<usize>,
+) -> Result<(), ws::Gone> {
     let clients = app.client_list().map_err(|e| {
         log::error!("{e}");
         ws::Gone
@@ -79,7 +99,12 @@ fn send_snapshot(app: &App, socket: &mut WsSocket, user_id: i64) -> Result<(), w
     for reading in app.readings.list() {
         socket.send_text(&envelope_of("KEEPALIVED_STATE_UPDATE", &reading))?;
     }
-    let list = activity::list(&app.db, user_id).unwrap_or_default();
+    let page = activity::Page {
+        limit: activity_limit,
+        ..Default::default()
+    };
+    let mut list = activity::list_page(&app.db, user_id, &page, |_| true).unwrap_or_default();
+    activity::with_texts(&app.db, &mut list);
     socket.send_text(&envelope("ACTIVITY_UPDATE", serde_json::Value::Array(list)))
 }
 

@@ -1,0 +1,165 @@
+// The shell: session check, navigation, live indicator, theme switch, toasts,
+// keyboard shortcuts; picks the view for the current route.
+import { render } from 'preact';
+import { useEffect } from 'preact/hooks';
+import { html } from './ui.js';
+import * as S from './state.js';
+import { route, navigate } from './router.js';
+import { get, post, setUnauthorizedHandler, goLogin } from './api.js';
+import * as live from './live.js';
+import { Login } from './views/login.js';
+import { Overview } from './views/overview.js';
+import { Clusters } from './views/clusters.js';
+import { ClusterDetail } from './views/cluster.js';
+import { Clients, ClientDetail } from './views/clients.js';
+import { Activity } from './views/activity.js';
+
+// --- session ---
+
+let expiryTimer = 0;
+
+function endSession() {
+  clearTimeout(expiryTimer);
+  live.stop();
+  S.session.value = null;
+  S.resetData();
+}
+
+setUnauthorizedHandler(() => {
+  if (!S.session.value && route.value.path.startsWith('/login')) return;
+  endSession();
+  goLogin();
+});
+
+export async function startSession() {
+  const me = await get('/api/v1/me');
+  S.session.value = me;
+  clearTimeout(expiryTimer);
+  if (me.expiresAt) {
+    // Back to login when the session ends (timers cap at about 24 days).
+    const left = Math.min(Date.parse(me.expiresAt) - Date.now(), 2 ** 31 - 1);
+    expiryTimer = setTimeout(() => { endSession(); goLogin(); }, Math.max(0, left));
+  }
+  live.start();
+  live.refreshClusters(true);
+  live.loadIncidents();
+}
+
+async function logout() {
+  try { await post('/api/auth/logout'); } catch { /* cookies are cleared anyway on the next 401 */ }
+  endSession();
+  navigate('/login', true);
+}
+
+// --- theme: follows the system unless switched ---
+
+const THEMES = ['auto', 'light', 'dark'];
+function applyTheme(t) {
+  if (t === 'auto') delete document.documentElement.dataset.theme;
+  else document.documentElement.dataset.theme = t;
+}
+let theme = localStorage.getItem('theme') || 'auto';
+if (!THEMES.includes(theme)) theme = 'auto';
+applyTheme(theme);
+
+function ThemeSwitch() {
+  const next = THEMES[(THEMES.indexOf(theme) + 1) % THEMES.length];
+  return html`<button type="button" class="ghost" aria-label=${`Theme: ${theme}. Switch to ${next}`}
+    title=${`Theme: ${theme}`}
+    onClick=${() => { theme = next; localStorage.setItem('theme', theme); applyTheme(theme); S.now.value = Date.now(); }}>
+    ${theme === 'dark' ? '☾' : theme === 'light' ? '☀' : '◐'}</button>`;
+}
+
+// --- shell ---
+
+function LiveIndicator() {
+  const c = S.connection.value;
+  const text = c === 'live' ? 'Live' : c === 'reconnecting' ? 'Reconnecting…' : 'Connecting…';
+  return html`<span class=${`live ${c}`} role="status" aria-live="polite" id="live-indicator">${text}</span>`;
+}
+
+function Toasts() {
+  const list = S.toasts.value;
+  return html`<div class="toasts" role="region" aria-label="Notifications">
+    ${list.map((t) => html`<div class=${`toast ${t.level}`} key=${t.id} role=${t.level === 'error' ? 'alert' : 'status'}>
+      <div>
+        ${!t.plain && html`<strong>${t.count > 1 ? `${t.count} new ${t.level}s` : `New ${t.level}`}</strong>`}
+        <div class="toast-text">${t.message}${t.count > 1 ? ' …' : ''}</div>
+        ${!t.plain && html`<a href="/activity?unseen=1">Show in activity</a>`}
+      </div>
+      <button type="button" class="ghost" aria-label="Dismiss" onClick=${() => S.dismissToast(t.id)}>×</button>
+    </div>`)}
+  </div>`;
+}
+
+const NAV = [
+  ['/', 'Overview'], ['/clusters', 'Clusters'], ['/clients', 'Clients'], ['/activity', 'Activity'],
+];
+
+function Shell({ children }) {
+  const path = route.value.path;
+  const here = (p) => (p === '/' ? path === '/' : path.startsWith(p));
+  return html`<header class="top">
+      <a class="brand" href="/">vrrp-monitor</a>
+      <nav aria-label="Main">
+        ${NAV.map(([p, label]) => html`<a href=${p} aria-current=${here(p) ? 'page' : undefined}>
+          ${label}${p === '/activity' && S.unseenAlerts.value > 0
+            ? html` <span class="count" aria-label=${`${S.unseenAlerts.value} unseen warnings and errors`}>${S.unseenAlerts.value >= 1000 ? '999+' : S.unseenAlerts.value}</span>` : ''}
+        </a>`)}
+      </nav>
+      <div class="tools">
+        <${LiveIndicator} />
+        <${ThemeSwitch} />
+        <span class="user" title="Signed in">${S.session.value?.username}</span>
+        <button type="button" class="ghost" id="logout" onClick=${logout}>Log out</button>
+      </div>
+    </header>
+    <main id="main">${children}</main>`;
+}
+
+function pickView(path) {
+  if (path === '/') return html`<${Overview} />`;
+  if (path === '/clusters') return html`<${Clusters} />`;
+  if (path.startsWith('/clusters/')) return html`<${ClusterDetail} id=${decodeURIComponent(path.slice(10))} />`;
+  if (path === '/clients') return html`<${Clients} />`;
+  if (path.startsWith('/clients/')) return html`<${ClientDetail} id=${decodeURIComponent(path.slice(9))} />`;
+  if (path === '/activity') return html`<${Activity} />`;
+  return html`<section><h1>Not found</h1><p>There is no page at this address. <a href="/">Overview</a></p></section>`;
+}
+
+function App() {
+  const { path } = route.value;
+  useEffect(() => {
+    const onKey = (e) => {
+      const tag = (e.target.tagName || '').toLowerCase();
+      if (e.key === '/' && !['input', 'textarea', 'select'].includes(tag)) {
+        const search = document.querySelector('[data-search]');
+        if (search) { e.preventDefault(); search.focus(); }
+      }
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, []);
+  let view;
+  if (path.startsWith('/login')) view = html`<${Login} onLogin=${startSession} />`;
+  else if (!S.session.value) view = html`<div class="loading" aria-busy="true">Loading…</div>`;
+  else view = html`<${Shell}>${pickView(path)}<//>`;
+  return html`${view}<${Toasts} />`;
+}
+
+async function boot() {
+  render(html`<${App} />`, document.getElementById('app'));
+  if (route.value.path.startsWith('/login')) return;
+  try {
+    await startSession();
+  } catch (e) {
+    if (e.status !== 401) {
+      // The server cannot be reached or failed: say so, and try again shortly.
+      document.getElementById('app').dataset.error = e.message;
+      setTimeout(boot, 3000);
+      S.toastError(`${e.message} Retrying…`);
+    }
+  }
+}
+
+boot();

@@ -1,0 +1,180 @@
+// The one dashboard WebSocket of this tab. Messages are queued and applied once
+// per animation frame, so a burst of readings costs one render, not hundreds.
+// Reconnects after 1, 2, 5, then every 10 s; close 4002 (own password changed,
+// fresh cookie already set) reconnects at once; 4001 goes to the login page.
+// Messages of unknown type are dropped (the spec's versioning rules).
+import { batch } from '@preact/signals';
+import * as S from './state.js';
+import { get, goLogin } from './api.js';
+
+const BACKOFF = [1000, 2000, 5000, 10000];
+// Only the newest records come with the connect snapshot; the activity view
+// pages older ones over REST (see ARCHITECTURE.md).
+const SNAPSHOT = S.RECENT_MAX;
+
+let socket = null;
+let attempt = 0;
+let timer = null;
+let stopped = true;
+let queue = [];
+let frame = 0;
+
+export function start() {
+  stopped = false;
+  attempt = 0;
+  connect();
+}
+
+export function stop() {
+  stopped = true;
+  clearTimeout(timer);
+  if (socket) {
+    const s = socket;
+    socket = null;
+    s.onclose = null;
+    s.close(1000);
+  }
+  S.connection.value = 'connecting';
+}
+
+function connect() {
+  clearTimeout(timer);
+  const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/dashboard?activity=${SNAPSHOT}`);
+  socket = ws;
+  let gotMessage = false;
+  ws.onmessage = (e) => {
+    if (!gotMessage) {
+      gotMessage = true;
+      attempt = 0;
+      S.connection.value = 'live';
+    }
+    let msg;
+    try { msg = JSON.parse(e.data); } catch { return; }
+    if (!msg || typeof msg.type !== 'string') return;
+    queue.push(msg);
+    if (!frame) frame = requestAnimationFrame(flush);
+  };
+  ws.onclose = (e) => {
+    if (socket !== ws || stopped) return;
+    socket = null;
+    if (e.code === 4001) {
+      stop();
+      goLogin();
+      return;
+    }
+    S.connection.value = 'reconnecting';
+    const delay = e.code === 4002 ? 0 : BACKOFF[Math.min(attempt, BACKOFF.length - 1)];
+    attempt += 1;
+    timer = setTimeout(connect, delay);
+  };
+}
+
+// Background tabs get no animation frames; flush anyway within a second so the
+// queue cannot grow without bound.
+setInterval(() => { if (queue.length && document.hidden) flush(); }, 1000);
+
+function flush() {
+  frame = 0;
+  const msgs = queue;
+  queue = [];
+  let readings = null;
+  let clustersStale = false;
+  batch(() => {
+    for (const m of msgs) {
+      const p = m.payload;
+      switch (m.type) {
+        case 'CLIENTS_UPDATE':
+          if (Array.isArray(p)) { S.clients.value = p; clustersStale = true; }
+          break;
+        case 'KEEPALIVED_STATE_UPDATE':
+          if (p && typeof p.clientId === 'string') {
+            readings = readings || { ...S.readings.value };
+            readings[p.clientId] = p;
+            clustersStale = true;
+          }
+          break;
+        case 'ACTIVITY_UPDATE':
+          if (Array.isArray(p)) {
+            S.recent.value = p.slice(0, S.RECENT_MAX);
+            S.seenIds.value = new Set();
+            S.noteIncidentEvents(p);
+            if (p.length === 0) S.incidents.value = new Map();
+            S.activityVersion.value++;
+            refreshCounts();
+          }
+          break;
+        case 'ACTIVITY_APPENDED':
+          if (Array.isArray(p) && p.length) {
+            const fresh = [...p].sort((a, b) => b.occurredAt.localeCompare(a.occurredAt));
+            S.recent.value = [...fresh, ...S.recent.value].slice(0, S.RECENT_MAX);
+            S.noteIncidentEvents(p);
+            S.toastFor(p);
+            S.activityVersion.value++;
+            refreshCounts();
+          }
+          break;
+        case 'ACTIVITY_SEEN':
+          if (p && Array.isArray(p.ids)) {
+            const s = new Set(S.seenIds.value);
+            for (const id of p.ids) s.add(id);
+            S.seenIds.value = s;
+            refreshCounts();
+          }
+          break;
+        default:
+          break; // SCHEDULER_STATUS_UPDATE is part 2's; unknown types are dropped
+      }
+    }
+    if (readings) S.readings.value = readings;
+  });
+  if (clustersStale) refreshClusters();
+}
+
+// The cluster list is the server's (grouping and health are decided there, once):
+// fetched again after readings or connections changed, at most once a second.
+let clustersTimer = 0;
+let clustersInFlight = false;
+let clustersAgain = false;
+let lastClusters = 0;
+export function refreshClusters(now = false) {
+  if (clustersInFlight) { clustersAgain = true; return; }
+  if (clustersTimer) return;
+  const wait = now ? 0 : Math.max(0, 1000 - (Date.now() - lastClusters));
+  clustersTimer = setTimeout(async () => {
+    clustersTimer = 0;
+    clustersInFlight = true;
+    lastClusters = Date.now();
+    try {
+      const list = await get('/api/v1/keepalived/clusters');
+      if (Array.isArray(list)) {
+        S.clusters.value = list;
+        S.clustersLoaded.value = true;
+      }
+    } catch { /* a 401 already went to login; otherwise the next change retries */ }
+    clustersInFlight = false;
+    if (clustersAgain) { clustersAgain = false; refreshClusters(); }
+  }, wait);
+}
+
+// The unseen warnings and errors count, and the open incidents, from REST (they
+// may lie beyond the live window of newest records); coalesced to once a second.
+let countsTimer = 0;
+export function refreshCounts() {
+  if (countsTimer) return;
+  countsTimer = setTimeout(async () => {
+    countsTimer = 0;
+    try {
+      const unseen = await get('/api/v1/activity?level=warning,error&unseen=true&limit=1000');
+      S.unseenAlerts.value = unseen.length;
+    } catch { /* next change retries */ }
+  }, 300);
+}
+
+export async function loadIncidents() {
+  try {
+    const list = await get('/api/v1/activity?kind=vrrp.incident_opened,vrrp.incident_updated,vrrp.incident_resolved&limit=2000');
+    S.incidents.value = new Map();
+    S.noteIncidentEvents(list);
+  } catch { /* shown as none; the next event adds it */ }
+}

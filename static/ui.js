@@ -1,0 +1,85 @@
+// Small pieces every view uses: html (htm bound to Preact), relative times with
+// the exact time on hover, health badges, the confirmation dialog.
+import { h } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import htm from 'htm';
+import { now } from './state.js';
+
+export const html = htm.bind(h);
+
+export function ago(iso, nowMs) {
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) return '';
+  const s = Math.round((nowMs - t) / 1000);
+  if (s < 45) return s < -45 ? 'in the future' : 'just now';
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m} min ago`;
+  const hr = Math.round(m / 60);
+  if (hr < 48) return `${hr} h ago`;
+  return `${Math.round(hr / 24)} days ago`;
+}
+
+export function exact(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleString();
+}
+
+// "3 min ago" that says the exact time on hover (and to screen readers).
+export function Time({ at }) {
+  if (!at) return html`<span class="muted">never</span>`;
+  return html`<time datetime=${at} title=${exact(at)}>${ago(at, now.value)}</time>`;
+}
+
+export function duration(seconds) {
+  const s = Math.max(0, Math.round(seconds));
+  const d = Math.floor(s / 86400), hr = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+  if (d) return `${d} d ${hr} h`;
+  if (hr) return `${hr} h ${m} min`;
+  if (m) return `${m} min`;
+  return `${s} s`;
+}
+
+export const HEALTH_TEXT = {
+  'split-brain': 'Split brain', 'no-master': 'No master', 'vip-mismatch': 'Address mismatch',
+  degraded: 'Degraded', unknown: 'Unknown', ok: 'OK',
+};
+
+export function Health({ health }) {
+  return html`<span class=${`badge health-${health}`}>${HEALTH_TEXT[health] || health}</span>`;
+}
+
+export function Level({ level }) {
+  return html`<span class=${`badge level-${level}`}>${level}</span>`;
+}
+
+export function Dot({ online }) {
+  return html`<span class=${online ? 'dot on' : 'dot off'} role="img" aria-label=${online ? 'online' : 'offline'}></span>`;
+}
+
+// A modal confirmation. The native <dialog> closes on Esc.
+export function Confirm({ open, title, text, action, onConfirm, onClose }) {
+  const ref = useRef(null);
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) d.showModal();
+    if (!open && d.open) d.close();
+  }, [open]);
+  return html`<dialog ref=${ref} class="dialog" onClose=${onClose} aria-labelledby="dialog-title">
+    <h2 id="dialog-title">${title}</h2>
+    <p>${text}</p>
+    <div class="row end">
+      <button type="button" onClick=${onClose}>Cancel</button>
+      <button type="button" class="danger" onClick=${onConfirm}>${action}</button>
+    </div>
+  </dialog>`;
+}
+
+// Shows `items` a page at a time: long lists stay cheap to render.
+export function Paged({ items, size = 100, render, empty }) {
+  const [limit, setLimit] = useState(size);
+  if (!items.length) return html`<p class="empty">${empty}</p>`;
+  return html`${items.slice(0, limit).map(render)}
+    ${items.length > limit && html`<div class="more"><button type="button" onClick=${() => setLimit(limit + size)}>
+      Show ${Math.min(size, items.length - limit)} more (${items.length - limit} not shown)</button></div>`}`;
+}

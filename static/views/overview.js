@@ -1,0 +1,81 @@
+// Overview: the fleet in numbers (each number opens the list it counts), the
+// clusters needing attention, and the open incidents with how long they last.
+import { useEffect } from 'preact/hooks';
+import { computed } from '@preact/signals';
+import { html, Health, Time, duration, HEALTH_TEXT } from '../ui.js';
+import * as S from '../state.js';
+import { clusterHref, explain, hostOf } from './clusters.js';
+
+const stats = computed(() => {
+  const cs = S.clusters.value;
+  const byHealth = {};
+  let masters = 0, faults = 0;
+  for (const c of cs) {
+    byHealth[c.health] = (byHealth[c.health] || 0) + 1;
+    for (const m of c.members) {
+      if (!m.online || !m.reporting) continue;
+      if (m.instance.state === 'MASTER') masters++;
+      if (m.instance.state === 'FAULT') faults++;
+    }
+  }
+  const clients = S.clients.value;
+  return {
+    online: clients.filter((c) => c.status === 'online').length,
+    total: clients.length,
+    byHealth, masters, faults, clusters: cs.length,
+  };
+});
+
+function Card({ href, label, value, tone, children }) {
+  return html`<a class=${`stat ${tone || ''}`} href=${href}>
+    <span class="stat-value">${value}</span><span class="stat-label">${label}</span>${children}</a>`;
+}
+
+export function Overview() {
+  useEffect(() => { document.title = 'Overview · vrrp-monitor'; }, []);
+  const s = stats.value;
+  const attention = S.clusters.value.filter((c) => c.health !== 'ok');
+  const open = S.openIncidents.value;
+  const order = ['split-brain', 'no-master', 'vip-mismatch', 'degraded', 'unknown'];
+  return html`<section class="overview">
+    <h1>Overview</h1>
+    <div class="stats">
+      <${Card} href="/clients" label="hosts online" value=${`${s.online} / ${s.total}`}
+        tone=${s.online < s.total ? 'warn' : ''} />
+      <${Card} href="/clusters?health=ok" label="clusters OK" value=${`${s.byHealth.ok || 0} / ${s.clusters}`} />
+      ${order.filter((h) => s.byHealth[h]).map((h) => html`<${Card} href=${`/clusters?health=${h}`}
+        label=${HEALTH_TEXT[h].toLowerCase()} value=${s.byHealth[h]}
+        tone=${h === 'split-brain' || h === 'no-master' ? 'bad' : 'warn'} />`)}
+      <${Card} href="/clusters?state=MASTER" label="current masters" value=${s.masters} />
+      <${Card} href="/clusters?state=FAULT" label="instances in FAULT" value=${s.faults} tone=${s.faults ? 'bad' : ''} />
+      <${Card} href="/activity?unseen=1&level=warning,error" label="unseen warnings and errors"
+        value=${S.unseenAlerts.value >= 1000 ? '1000+' : S.unseenAlerts.value} tone=${S.unseenAlerts.value ? 'warn' : ''} />
+    </div>
+    ${!S.clustersLoaded.value && html`<p class="muted">Loading clusters…</p>`}
+    ${attention.length > 0 && html`<h2>Needs attention</h2>
+      <div class="attention">
+        ${attention.slice(0, 24).map((c) => html`<a class=${`card cluster-card health-${c.health}`} href=${clusterHref(c)} key=${c.key}>
+          <div class="row"><${Health} health=${c.health} /><strong>VRID ${c.vrid}</strong>
+            <span class="muted">${c.site || ''} ${c.networks.join(', ')}</span></div>
+          <p>${explain(c)}</p>
+          <p class="muted hosts">${c.members.map((m) => hostOf(m)).join(', ')}</p>
+        </a>`)}
+      </div>
+      ${attention.length > 24 && html`<p><a href="/clusters?attention=1">All ${attention.length} clusters needing attention</a></p>`}`}
+    ${S.clustersLoaded.value && attention.length === 0 && s.clusters > 0
+      && html`<p class="all-ok">All ${s.clusters} clusters are healthy.</p>`}
+    <h2>Open incidents</h2>
+    ${open.length === 0 ? html`<p class="empty">No open incidents.</p>` : html`<ul class="incidents">
+      ${open.map((r) => {
+        const inc = r.data?.incident || {};
+        const since = Date.parse(inc.openedAt || r.occurredAt);
+        return html`<li key=${r.correlationId}>
+          <${Health} health=${inc.health || r.data?.cluster?.health} />
+          <span class="incident-text">${r.message}</span>
+          <span class="muted">open for ${duration((S.now.value - since) / 1000)}, since <${Time} at=${inc.openedAt || r.occurredAt} /></span>
+          <a href=${`/activity?level=trace&incident=${encodeURIComponent(r.correlationId)}`}>events</a>
+        </li>`;
+      })}
+    </ul>`}
+  </section>`;
+}
