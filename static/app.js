@@ -104,7 +104,7 @@ function Shell({ children }) {
       <nav aria-label="Main">
         ${NAV.map(([p, label]) => html`<a href=${p} aria-current=${here(p) ? 'page' : undefined}>
           ${label}${p === '/activity' && S.unseenAlerts.value > 0
-            ? html` <span class="count" aria-label=${`${S.unseenAlerts.value} unseen warnings and errors`}>${S.unseenAlerts.value >= 1000 ? '999+' : S.unseenAlerts.value}</span>` : ''}
+            ? html` <span class="count" aria-label=${`${S.unseenAlerts.value} unseen warnings and errors`}>${S.unseenAlerts.value > 999 ? '999+' : S.unseenAlerts.value}</span>` : ''}
         </a>`)}
       </nav>
       <div class="tools">

@@ -165,8 +165,8 @@ export function refreshCounts() {
   countsTimer = setTimeout(async () => {
     countsTimer = 0;
     try {
-      const unseen = await get('/api/v1/activity?level=warning,error&unseen=true&limit=1000');
-      S.unseenAlerts.value = unseen.length;
+      const unseen = await get('/api/v1/activity?level=warning,error&unseen=true&count=true');
+      S.unseenAlerts.value = Number(unseen.count) || 0;
     } catch { /* next change retries */ }
   }, 300);
 }

@@ -244,6 +244,66 @@ pub struct Page {
     pub since: Option<String>,
 }
 
+impl Page {
+    /// The WHERE conditions of the page (after `WHERE 1`) and their arguments;
+    /// `?1` is the user, `a` the activity row, `s` its seen row.
+    fn sql_filter(&self, user_id: i64) -> (String, Vec<rusqlite::types::Value>) {
+        let mut sql = String::new();
+        let mut args: Vec<rusqlite::types::Value> = vec![user_id.into()];
+        let mut any_of = |sql: &mut String, column: &str, values: Vec<String>| {
+            if values.is_empty() {
+                return;
+            }
+            let mut marks = Vec::new();
+            for v in values {
+                args.push(v.into());
+                marks.push(format!("?{}", args.len()));
+            }
+            sql.push_str(&format!(" AND {column} IN ({})", marks.join(",")));
+        };
+        any_of(
+            &mut sql,
+            "a.level",
+            self.levels.iter().map(|l| l.as_str().to_owned()).collect(),
+        );
+        any_of(&mut sql, "a.kind", self.kinds.clone());
+        any_of(
+            &mut sql,
+            "a.correlation_id",
+            self.correlation_id.iter().cloned().collect(),
+        );
+        if let Some(before) = &self.before {
+            args.push(before.clone().into());
+            sql.push_str(&format!(
+                " AND (a.occurred_at, a.received_at, a.id) <
+                 (SELECT occurred_at, received_at, id FROM activity WHERE id = ?{})",
+                args.len()
+            ));
+        }
+        if let Some(since) = &self.since {
+            args.push(since.clone().into());
+            sql.push_str(&format!(" AND a.occurred_at >= ?{}", args.len()));
+        }
+        if self.unseen {
+            sql.push_str(" AND s.user_id IS NULL");
+        }
+        (sql, args)
+    }
+}
+
+/// How many records `page` matches (its `limit` aside): the dashboard's unseen
+/// counter asks this instead of fetching the records.
+pub fn count(db: &Db, user_id: i64, page: &Page) -> Result<i64, DbError> {
+    db.read(|c| {
+        let (filter, args) = page.sql_filter(user_id);
+        let sql = format!(
+            "SELECT COUNT(*) FROM activity a
+             LEFT JOIN activity_seen s ON s.activity_id = a.id AND s.user_id = ?1 WHERE 1{filter}"
+        );
+        Ok(c.query_row(&sql, rusqlite::params_from_iter(args), |r| r.get(0))?)
+    })
+}
+
 /// [`list`] narrowed by `page`, and by `keep` for what SQL cannot judge (text
 /// composed from the record, the cluster it names). `keep` sees the record
 /// without its `seen` flag's influence on order.
@@ -254,46 +314,11 @@ pub fn list_page(
     keep: impl Fn(&Value) -> bool,
 ) -> Result<Vec<Value>, DbError> {
     db.read(|c| {
-        let mut sql = String::from(
+        let (filter, args) = page.sql_filter(user_id);
+        let mut sql = format!(
             "SELECT a.*, s.user_id IS NOT NULL AS seen FROM activity a
-             LEFT JOIN activity_seen s ON s.activity_id = a.id AND s.user_id = ?1 WHERE 1",
+             LEFT JOIN activity_seen s ON s.activity_id = a.id AND s.user_id = ?1 WHERE 1{filter}"
         );
-        let mut args: Vec<rusqlite::types::Value> = vec![user_id.into()];
-        if let Some(before) = &page.before {
-            args.push(before.clone().into());
-            sql.push_str(&format!(
-                " AND (a.occurred_at, a.received_at, a.id) <
-                 (SELECT occurred_at, received_at, id FROM activity WHERE id = ?{})",
-                args.len()
-            ));
-        }
-        if let Some(since) = &page.since {
-            args.push(since.clone().into());
-            sql.push_str(&format!(" AND a.occurred_at >= ?{}", args.len()));
-        }
-        if !page.levels.is_empty() {
-            let mut marks = Vec::new();
-            for level in &page.levels {
-                args.push(level.as_str().to_owned().into());
-                marks.push(format!("?{}", args.len()));
-            }
-            sql.push_str(&format!(" AND a.level IN ({})", marks.join(",")));
-        }
-        if !page.kinds.is_empty() {
-            let mut marks = Vec::new();
-            for kind in &page.kinds {
-                args.push(kind.clone().into());
-                marks.push(format!("?{}", args.len()));
-            }
-            sql.push_str(&format!(" AND a.kind IN ({})", marks.join(",")));
-        }
-        if let Some(id) = &page.correlation_id {
-            args.push(id.clone().into());
-            sql.push_str(&format!(" AND a.correlation_id = ?{}", args.len()));
-        }
-        if page.unseen {
-            sql.push_str(" AND s.user_id IS NULL");
-        }
         sql.push_str(" ORDER BY a.occurred_at DESC, a.received_at DESC, a.id DESC");
         let mut stmt = c.prepare(&sql)?;
         let rows = stmt.query_map(rusqlite::params_from_iter(args), |r| {
@@ -454,5 +479,20 @@ mod tests {
         assert!(matches!(&parsed[2], Incoming::Dropped { .. }));
         assert!(matches!(&parsed[3], Incoming::Refused { id, .. } if id == "c"));
         assert!(matches!(&parsed[4], Incoming::Dropped { .. }));
+    }
+
+    #[test]
+    fn a_cluster_event_is_about_the_cluster_its_key_names() {
+        let record = json!({ "data": { "cluster": { "site": "dc-1", "vrid": 51,
+            "networks": ["10.0.0.0/24", "10.0.1.0/24"] } } });
+        assert!(is_about_cluster(&record, "dc-1|51|10.0.1.0/24"));
+        assert!(!is_about_cluster(&record, "dc-2|51|10.0.1.0/24"));
+        assert!(!is_about_cluster(&record, "dc-1|52|10.0.1.0/24"));
+        assert!(!is_about_cluster(&record, "dc-1|51|10.0.2.0/24"));
+        assert!(!is_about_cluster(&record, "not a key"));
+        // No site is the empty site; events without a cluster are about none.
+        let siteless = json!({ "data": { "cluster": { "site": null, "vrid": 7, "networks": ["192.0.2.0/24"] } } });
+        assert!(is_about_cluster(&siteless, "|7|192.0.2.0/24"));
+        assert!(!is_about_cluster(&json!({ "data": {} }), "|7|192.0.2.0/24"));
     }
 }

@@ -307,7 +307,8 @@ pub fn list_clusters(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> Api
 /// `GET /api/v1/activity`. Without query parameters the whole list, as the spec
 /// says; the dashboard pages it with `limit` and `before` and narrows it with
 /// `level`, `kind`, `correlationId`, `unseen`, `since`, `q` (text of the composed message) and `cluster` (a
-/// cluster's key). Records carry the composed `message` and `detail`.
+/// cluster's key); `count=true` answers `{count}` instead of records (`q` and
+/// `cluster` do not apply to it). Records carry the composed `message` and `detail`.
 pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
     let mut page = activity::Page::default();
     if let Some(limit) = req.query_param("limit") {
@@ -347,6 +348,14 @@ pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) ->
             Ok(t) => page.since = Some(crate::clock::iso(t.with_timezone(&chrono::Utc))),
             Err(_) => return Err(invalid("since", "must be an ISO 8601 timestamp")),
         }
+    }
+    match req.query_param("count") {
+        None | Some("false") => {}
+        Some("true") => {
+            let n = activity::count(&app.db, session.user_id, &page)?;
+            return Ok(Resp::ok(&json!({ "count": n })));
+        }
+        Some(_) => return Err(invalid("count", "must be true or false")),
     }
     let text = req
         .query_param("q")

@@ -49,7 +49,7 @@ export function Overview() {
       <${Card} href="/clusters?state=MASTER" label="current masters" value=${s.masters} />
       <${Card} href="/clusters?state=FAULT" label="instances in FAULT" value=${s.faults} tone=${s.faults ? 'bad' : ''} />
       <${Card} href="/activity?unseen=1&level=warning,error" label="unseen warnings and errors"
-        value=${S.unseenAlerts.value >= 1000 ? '1000+' : S.unseenAlerts.value} tone=${S.unseenAlerts.value ? 'warn' : ''} />
+        value=${S.unseenAlerts.value} tone=${S.unseenAlerts.value ? 'warn' : ''} />
     </div>
     ${!S.clustersLoaded.value && html`<p class="muted">Loading clusters…</p>`}
     ${attention.length > 0 && html`<h2>Needs attention</h2>

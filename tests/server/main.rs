@@ -5,6 +5,7 @@ mod harness;
 mod agents;
 mod auth;
 mod config;
+mod dashboard;
 mod first_sighting;
 mod http;
 mod oidc;
