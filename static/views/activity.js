@@ -27,9 +27,9 @@ export function EventRow({ r, children, onSeen }) {
     </div>
     <div class="event-meta muted">
       <${Time} at=${r.occurredAt} />
-      ${host && html` · <a href=${`/clients/${encodeURIComponent(r.clientId)}`}>${host}</a>`}
-      · <span class="kind">${r.kind}</span>
-      ${r.detail && html` · <span class="detail">${r.detail}</span>`}
+      ${host && html`${' · '}<a href=${`/clients/${encodeURIComponent(r.clientId)}`}>${host}</a>`}
+      ${' · '}<span class="kind">${r.kind}</span>
+      ${r.detail && html`${' · '}<span class="detail">${r.detail}</span>`}
     </div>
     ${children}
   </li>`;

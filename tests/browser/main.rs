@@ -11,6 +11,9 @@
 mod harness;
 mod webdriver;
 
+mod bench;
+mod screens;
+
 use harness::{Agent, Auth, Server, ADMIN_PASSWORD};
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,17 +98,33 @@ impl Drop for FakeAgent {
     }
 }
 
-/// A reading with one instance of VRID 51 on 192.0.2.0/24 (advert_int 0.1 s, so
-/// the server confirms a change within about 1.3 s of readings).
+/// One VRRP instance as an agent reports it (advert_int 0.1 s, so the server
+/// confirms a change within about 1.3 s of readings).
+pub fn instance(name: &str, state: &str, priority: i64, vrid: i64, vip: &str) -> Value {
+    let master = state == "MASTER";
+    json!({ "name": name, "state": state, "wantedState": "BACKUP", "interface": "eth0", "vrid": vrid,
+        "priority": priority, "effectivePriority": priority, "advertInterval": 0.1,
+        "vips": [vip], "syncGroup": null, "lastTransition": harness_now(),
+        "stats": { "advertisements_sent": if master { 500 } else { 0 },
+                   "advertisements_received": if master { 0 } else { 500 },
+                   "became_master": 1, "released_master": 0, "priority_zero_received": 0 } })
+}
+
+fn harness_now() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string()
+}
+
+/// A reading of a running keepalived with these instances.
+pub fn reading_of(instances: Vec<Value>) -> Value {
+    json!({ "collectedAt": harness_now(), "running": true, "pid": 42, "version": "2.2.7",
+        "source": "data", "error": null, "syncGroups": [], "instances": instances })
+}
+
+/// A reading with one instance of VRID 51 on 192.0.2.0/24.
 pub fn member(name: &str, state: &str, priority: i64) -> Value {
-    json!({ "collectedAt": "2026-11-21T08:00:00.000Z", "running": true, "pid": 42, "version": "2.2.7",
-        "source": "data", "error": null, "syncGroups": [],
-        "instances": [{ "name": name, "state": state, "wantedState": "BACKUP", "interface": "eth0", "vrid": 51,
-            "priority": priority, "effectivePriority": priority, "advertInterval": 0.1,
-            "vips": ["192.0.2.100/24"], "syncGroup": null, "lastTransition": "2026-11-21T08:00:00.000Z",
-            "stats": { "advertisements_sent": if state == "MASTER" { 500 } else { 0 },
-                       "advertisements_received": if state == "MASTER" { 0 } else { 500 },
-                       "became_master": 1, "released_master": 0, "priority_zero_received": 0 } }] })
+    reading_of(vec![instance(name, state, priority, 51, "192.0.2.100/24")])
 }
 
 /// Logs in through the login page; lands on `next`.

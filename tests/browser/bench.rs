@@ -1,0 +1,262 @@
+//! The dashboard benchmark (`scripts/bench-dashboard.sh` runs it; ignored in
+//! normal test runs): a server with 2,000 agents in 1,000 two-host clusters
+//! (the load generator, real agent protocol, one reading every 4 s each = 500
+//! readings/s) and 50,000 stored activity events; headless Chromium with a fresh
+//! profile. Prints bytes of the first load, time until the overview shows
+//! everything, and main-thread busy time per second while the readings flow
+//! (Chromium's Performance domain through chromedriver's CDP endpoint).
+
+use crate::harness::{Auth, Server};
+use crate::webdriver::Browser;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const AGENTS: usize = 2000;
+const EVENTS: usize = 50_000;
+
+/// 50,000 events like a busy fleet's: mostly agent state changes and connection
+/// bookkeeping, one in ten a cluster event naming a cluster with its members.
+fn store_events(server: &Server) {
+    let path = server.launch.data_dir().join("vrrp-monitor.db");
+    let mut conn = rusqlite::Connection::open(path).unwrap();
+    conn.busy_timeout(Duration::from_secs(30)).unwrap();
+    let tx = conn.transaction().unwrap();
+    {
+        let mut stmt = tx
+            .prepare(
+                "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
+                 VALUES (?1, ?2, ?2, ?3, NULL, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .unwrap();
+        let start = chrono::Utc::now() - chrono::Duration::days(30);
+        for i in 0..EVENTS {
+            let at = (start + chrono::Duration::seconds(i as i64 * 50))
+                .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+                .to_string();
+            let pair = i % 1000;
+            let cluster = json!({ "site": null, "vrid": 51, "networks": [format!("10.{}.{}.0/24", pair / 256, pair % 256)],
+                "vips": [format!("10.{}.{}.100/24", pair / 256, pair % 256)], "health": "degraded",
+                "master": format!("load-{}", pair * 2), "masters": [format!("load-{}", pair * 2)],
+                "members": [
+                    { "host": format!("load-{}", pair * 2), "clientId": null, "instanceName": "VI_1", "state": "MASTER", "priority": 100, "effectivePriority": 100, "online": true, "reporting": true, "readAt": at, "vips": [] },
+                    { "host": format!("load-{}", pair * 2 + 1), "clientId": null, "instanceName": "VI_1", "state": "FAULT", "priority": 100, "effectivePriority": 100, "online": true, "reporting": true, "readAt": at, "vips": [] }
+                ] });
+            let (source, kind, level, corr, subject, data) = match i % 10 {
+                0 => (
+                    "server",
+                    "vrrp.incident_opened",
+                    "warning",
+                    Some(format!("inc-{i}")),
+                    json!({}),
+                    json!({ "cluster": cluster, "incident": { "id": format!("inc-{i}"), "health": "degraded", "previousHealth": "ok",
+                        "reasons": [{ "type": "fault", "host": format!("load-{}", pair * 2 + 1), "text": format!("load-{} is in FAULT.", pair * 2 + 1) }],
+                        "history": ["degraded"], "openedAt": at, "confirmedAt": at } }),
+                ),
+                1 => (
+                    "server",
+                    "vrrp.incident_resolved",
+                    "info",
+                    Some(format!("inc-{}", i - 1)),
+                    json!({}),
+                    json!({ "cluster": cluster, "incident": { "id": format!("inc-{}", i - 1), "health": "ok", "previousHealth": "degraded",
+                        "reasons": [], "history": ["degraded"], "openedAt": at, "confirmedAt": at, "resolvedAt": at, "durationSeconds": 50, "resolution": "recovered" } }),
+                ),
+                2 | 3 => (
+                    "server",
+                    "client.connected",
+                    "trace",
+                    None,
+                    json!({}),
+                    json!({ "connectionMode": "inbound", "version": "1.0", "clientName": format!("load-{pair}") }),
+                ),
+                4 => (
+                    "agent",
+                    "keepalived.stopped",
+                    "warning",
+                    None,
+                    json!({}),
+                    json!({ "pid": 100, "version": "2.2.7" }),
+                ),
+                _ => (
+                    "agent",
+                    "vrrp.state_changed",
+                    "info",
+                    None,
+                    json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" }),
+                    json!({ "from": "BACKUP", "to": "MASTER", "priority": 100, "effectivePriority": 100 }),
+                ),
+            };
+            stmt.execute(rusqlite::params![
+                format!("bench-{i}"),
+                at,
+                source,
+                kind,
+                level,
+                corr,
+                subject.to_string(),
+                data.to_string()
+            ])
+            .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+}
+
+fn cdp(b: &Browser, cmd: &str, params: Value) -> Value {
+    b.cmd(
+        "POST",
+        "/goog/cdp/execute",
+        json!({ "cmd": cmd, "params": params }),
+    )
+}
+
+fn metric(metrics: &Value, name: &str) -> f64 {
+    metrics["metrics"]
+        .as_array()
+        .and_then(|m| m.iter().find(|x| x["name"] == name))
+        .and_then(|x| x["value"].as_f64())
+        .unwrap_or(0.0)
+}
+
+#[test]
+#[ignore = "benchmark: run by scripts/bench-dashboard.sh"]
+fn bench_dashboard() {
+    let server = Server::start();
+    let admin = server.admin();
+    let t = Instant::now();
+    store_events(&server);
+    println!(
+        "stored {EVENTS} activity events in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+
+    // 2,000 agents, two per cluster, a reading every 4 s each.
+    let mut load = Command::new(env!("CARGO_BIN_EXE_vrrp-load"))
+        .args([
+            "agents",
+            &format!("127.0.0.1:{}", server.port()),
+            "--token",
+            &admin,
+            "--agents",
+            &AGENTS.to_string(),
+            "--clusters",
+            "--interval-ms",
+            "4000",
+            "--seconds",
+            "90",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("vrrp-load starts");
+    let mut lines = BufReader::new(load.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        println!("vrrp-load: {line}");
+        if line.starts_with("connected") {
+            break;
+        }
+    }
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            println!("vrrp-load: {line}");
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let n = server
+            .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+            .body
+            .as_array()
+            .map_or(0, Vec::len);
+        if n == AGENTS / 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} clusters, not {}",
+            AGENTS / 2
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // First load with a fresh profile: the session cookie is set on a page that
+    // loads nothing (the ping answer), then the overview is opened.
+    let b = Browser::start(1280, 900);
+    b.goto(&server.url("/api/v1/ping"));
+    b.cmd(
+        "POST",
+        "/cookie",
+        json!({ "cookie": { "name": "svc_session", "value": admin, "path": "/", "httpOnly": true } }),
+    );
+    b.goto(&server.url("/"));
+    let ready = b.wait_js(
+        "the overview with every cluster",
+        "const m = performance.getEntriesByName('vrrp:ready')[0];
+         return m && document.querySelector('.stats') ? m.startTime : 0",
+        json!([]),
+    );
+    let sizes = b.js(
+        "const out = { assets: 0, assetsRaw: 0, api: 0, apiRaw: 0, files: 0 };
+         const nav = performance.getEntriesByType('navigation')[0];
+         out.assets += nav.transferSize; out.assetsRaw += nav.decodedBodySize; out.files += 1;
+         for (const r of performance.getEntriesByType('resource')) {
+           const api = new URL(r.name).pathname.startsWith('/api/');
+           if (api) { out.api += r.transferSize; out.apiRaw += r.decodedBodySize; }
+           else { out.assets += r.transferSize; out.assetsRaw += r.decodedBodySize; out.files += 1; }
+         }
+         out.messages = window.vrrpLive.messages;
+         return out;",
+        json!([]),
+    );
+    let overview = b.body_text();
+    assert!(overview.contains(&format!("/ {AGENTS}")), "{overview}");
+    b.screenshot("bench-overview");
+
+    // Main-thread time while 500 readings per second arrive.
+    cdp(&b, "Performance.enable", json!({}));
+    let before = cdp(&b, "Performance.getMetrics", json!({}));
+    let count_before = b.js("return window.vrrpLive.messages", json!([]));
+    let window = Duration::from_secs(10);
+    let started = Instant::now();
+    std::thread::sleep(window);
+    let after = cdp(&b, "Performance.getMetrics", json!({}));
+    let count_after = b.js("return window.vrrpLive.messages", json!([]));
+    let secs = started.elapsed().as_secs_f64();
+    let busy = |name: &str| (metric(&after, name) - metric(&before, name)) / secs * 1000.0;
+    let messages =
+        (count_after.as_f64().unwrap_or(0.0) - count_before.as_f64().unwrap_or(0.0)) / secs;
+    // The page still answers: a click on Clusters renders the list.
+    let t = Instant::now();
+    b.click("nav a[href='/clusters']");
+    b.wait("article.cluster");
+    let nav_ms = t.elapsed().as_secs_f64() * 1000.0;
+    b.screenshot("bench-clusters");
+
+    let kb = |v: &Value| v.as_f64().unwrap_or(0.0) / 1024.0;
+    println!(
+        "--- dashboard benchmark: {} clusters, {AGENTS} agents, {EVENTS} stored events ---",
+        AGENTS / 2
+    );
+    println!(
+        "first load, dashboard files: {:.1} KB transferred ({:.1} KB raw, {} files, no compression)",
+        kb(&sizes["assets"]), kb(&sizes["assetsRaw"]), sizes["files"]
+    );
+    println!(
+        "first load, REST data:       {:.1} KB (cluster list, incidents, counts)",
+        kb(&sizes["apiRaw"])
+    );
+    println!("time to interactive:         {:.0} ms (navigation start to the overview showing every cluster, the socket snapshot applied)", ready.as_f64().unwrap_or(0.0));
+    println!("messages applied:            {messages:.0} per second over {secs:.1} s");
+    println!(
+        "main thread under load:      {:.0} ms/s busy (tasks), of it {:.0} ms/s script, {:.0} ms/s layout",
+        busy("TaskDuration"),
+        busy("ScriptDuration"),
+        busy("LayoutDuration")
+    );
+    println!("overview -> clusters click:  {nav_ms:.0} ms until the list shows (WebDriver round trips included)");
+    let _ = load.kill();
+    let _ = load.wait();
+}

@@ -1,0 +1,224 @@
+//! Screenshots for the README (`docs/screenshots/`), light and dark: a small
+//! fleet with a failover, a split brain and a healthy pair. Ignored in normal
+//! runs; `cargo test --test browser docs_screenshots -- --ignored` renews them.
+
+use crate::harness::{Auth, Server, ADMIN_PASSWORD};
+use crate::webdriver::Browser;
+use crate::{instance, login, reading_of, FakeAgent};
+use serde_json::json;
+use std::path::Path;
+
+#[test]
+#[ignore = "writes docs/screenshots/"]
+fn docs_screenshots() {
+    let server = Server::start();
+    let admin = server.admin();
+    let web = |state: &str, prio| {
+        reading_of(vec![
+            instance("VI_WEB", state, prio, 51, "192.0.2.100/24"),
+            instance(
+                "VI_API",
+                if state == "MASTER" {
+                    "BACKUP"
+                } else {
+                    "MASTER"
+                },
+                250 - prio,
+                52,
+                "198.51.100.100/24",
+            ),
+        ])
+    };
+    let lb_a = FakeAgent::connect(&server, &admin, "lb-a", web("MASTER", 150));
+    let lb_b = FakeAgent::connect(&server, &admin, "lb-b", web("BACKUP", 100));
+    let _db1 = FakeAgent::connect(
+        &server,
+        &admin,
+        "db-1",
+        reading_of(vec![instance(
+            "VI_DB",
+            "MASTER",
+            120,
+            60,
+            "203.0.113.10/24",
+        )]),
+    );
+    let _db2 = FakeAgent::connect(
+        &server,
+        &admin,
+        "db-2",
+        reading_of(vec![instance(
+            "VI_DB",
+            "MASTER",
+            110,
+            60,
+            "203.0.113.10/24",
+        )]),
+    );
+    let _edge = FakeAgent::connect(
+        &server,
+        &admin,
+        "edge-1",
+        reading_of(vec![instance(
+            "VI_EDGE",
+            "MASTER",
+            100,
+            70,
+            "203.0.113.50/24",
+        )]),
+    );
+    let _put = server.put(
+        &format!("/api/v1/clients/{}", lb_a.identity.id),
+        Auth::Cookie(&admin),
+        &json!({ "site": "dc-1" }).to_string(),
+    );
+    let _put = server.put(
+        &format!("/api/v1/clients/{}", lb_b.identity.id),
+        Auth::Cookie(&admin),
+        &json!({ "site": "dc-1" }).to_string(),
+    );
+
+    past_failovers(&server);
+
+    let b = Browser::start(1200, 820);
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/clusters");
+    b.wait_text("article.cluster", "lb-b");
+    // A failover on the web pair: lb-a faults, lb-b takes over.
+    lb_a.report(web("FAULT", 150));
+    lb_b.report(web("MASTER", 100));
+    b.wait_text(".badge", "Split brain");
+    b.wait_text(".badge", "Degraded");
+    b.goto(&server.url("/"));
+    b.wait_text(".incidents", "open for");
+    b.js(
+        "document.querySelectorAll('.toast button').forEach(x => x.click())",
+        json!([]),
+    );
+
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+    let cluster = server
+        .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
+        .body;
+    let web_key = cluster
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["vrid"] == 51)
+        .unwrap()["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pages = [
+        ("overview", "/".to_owned(), ".incidents"),
+        ("clusters", "/clusters".to_owned(), "article.cluster"),
+        (
+            "cluster-detail",
+            format!("/clusters/{}", urlencode(&web_key)),
+            "#master-timeline rect.master",
+        ),
+        (
+            "client-detail",
+            format!("/clients/{}", lb_a.identity.id),
+            ".client-detail table",
+        ),
+        (
+            "activity",
+            "/activity?level=info".to_owned(),
+            "#activity-list",
+        ),
+    ];
+    for theme in ["light", "dark"] {
+        b.js(
+            "localStorage.setItem('theme', arguments[0])",
+            json!([theme]),
+        );
+        for (name, path, wait) in &pages {
+            b.goto(&server.url(path));
+            b.wait(wait);
+            b.wait_text("#live-indicator", "Live");
+            b.js(
+                "document.querySelectorAll('.toast button').forEach(x => x.click())",
+                json!([]),
+            );
+            b.screenshot_to(&dir.join(format!("{name}-{theme}.png")));
+        }
+    }
+}
+
+/// A day of history for the web pair (stored as the server stores cluster
+/// events): lb-a master, a failover to lb-b during an incident, and back.
+fn past_failovers(server: &Server) {
+    let now = chrono::Utc::now();
+    let at = |hours_ago: f64| {
+        (now - chrono::Duration::seconds((hours_ago * 3600.0) as i64))
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    };
+    let cluster = |master: &str, health: &str| {
+        json!({ "site": "dc-1", "vrid": 51, "networks": ["192.0.2.0/24"], "vips": ["192.0.2.100/24"],
+            "health": health, "master": master, "masters": [master], "members": [] })
+    };
+    let rows = [
+        (
+            "h1",
+            at(30.0),
+            "vrrp.master_changed",
+            "info",
+            None,
+            json!({ "cluster": cluster("lb-a", "ok"), "previousMaster": null }),
+        ),
+        (
+            "h2",
+            at(14.0),
+            "vrrp.incident_opened",
+            "warning",
+            Some("inc-h"),
+            json!({ "cluster": cluster("lb-a", "degraded"),
+            "incident": { "id": "inc-h", "health": "degraded", "previousHealth": "ok", "openedAt": at(14.0), "confirmedAt": at(14.0),
+                "history": ["degraded"], "reasons": [{ "type": "fault", "host": "lb-a", "text": "lb-a is in FAULT." }] } }),
+        ),
+        (
+            "h3",
+            at(13.9),
+            "vrrp.master_changed",
+            "info",
+            None,
+            json!({ "cluster": cluster("lb-b", "degraded"), "previousMaster": "lb-a" }),
+        ),
+        (
+            "h4",
+            at(12.5),
+            "vrrp.master_changed",
+            "info",
+            None,
+            json!({ "cluster": cluster("lb-a", "ok"), "previousMaster": "lb-b" }),
+        ),
+        (
+            "h5",
+            at(12.5),
+            "vrrp.incident_resolved",
+            "info",
+            Some("inc-h"),
+            json!({ "cluster": cluster("lb-a", "ok"),
+            "incident": { "id": "inc-h", "health": "ok", "previousHealth": "degraded", "openedAt": at(14.0), "confirmedAt": at(14.0),
+                "resolvedAt": at(12.5), "durationSeconds": 5400, "resolution": "recovered", "history": ["degraded"], "reasons": [] } }),
+        ),
+    ];
+    for (id, occurred, kind, level, corr, data) in rows {
+        let corr = corr.map_or("NULL".to_owned(), |c| format!("'{c}'"));
+        server.sql(&format!(
+            "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
+             VALUES ('{id}', '{occurred}', '{occurred}', 'server', NULL, '{kind}', '{level}', {corr}, '{{}}', '{}')",
+            data.to_string().replace('\'', "''")
+        ));
+    }
+}
+
+fn urlencode(s: &str) -> String {
+    s.bytes()
+        .map(|c| match c {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (c as char).to_string(),
+            _ => format!("%{c:02X}"),
+        })
+        .collect()
+}
