@@ -550,3 +550,33 @@ fn a_server_restart_mid_session_reconnects_and_a_phone_width_works() {
     b.wait_text("article.cluster", "edge-1");
     drop(server);
 }
+
+#[test]
+fn an_ending_session_and_the_login_rate_limit_are_shown() {
+    let server = harness::Launch::new().config("jwtExpiresIn: 3s\n").start();
+    let b = Browser::start(1024, 768);
+    // The session ends while the tab is open: back to login by itself.
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/clients");
+    b.wait_js(
+        "the login page when the session expires",
+        "return location.pathname === '/login' && new URLSearchParams(location.search).get('next') === '/clients' && !!document.querySelector('form input[name=username]')",
+        json!([]),
+    );
+    // Ten attempts per 15 minutes from one address (one was the login above):
+    // the eleventh is refused with the time to wait, and the button waits too.
+    for _ in 0..9 {
+        server.login_answer("admin", "wrong-password");
+    }
+    b.type_into("input[name=username]", "admin");
+    b.type_into("input[name=password]", ADMIN_PASSWORD);
+    b.click("button[type=submit]");
+    b.wait_text("#login-error", "Too many login attempts. Try again in");
+    assert_eq!(
+        b.js(
+            "return document.querySelector('button[type=submit]').disabled",
+            json!([])
+        ),
+        json!(true)
+    );
+    b.screenshot("login-rate-limited");
+}
