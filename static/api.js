@@ -12,6 +12,8 @@ export class ApiError extends Error {
 
 let onUnauthorized = () => {};
 export function setUnauthorizedHandler(f) { onUnauthorized = f; }
+// The session is gone (a 401, or the socket closed with 4001): end it, go to login.
+export function unauthorized() { onUnauthorized(); }
 
 export async function api(method, path, body) {
   const init = { method, headers: {}, credentials: 'same-origin' };

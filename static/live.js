@@ -5,7 +5,7 @@
 // Messages of unknown type are dropped (the spec's versioning rules).
 import { batch } from '@preact/signals';
 import * as S from './state.js';
-import { get, goLogin } from './api.js';
+import { get, unauthorized } from './api.js';
 
 const BACKOFF = [1000, 2000, 5000, 10000];
 // Only the newest records come with the connect snapshot; the activity view
@@ -65,7 +65,7 @@ function connect() {
     socket = null;
     if (e.code === 4001) {
       stop();
-      goLogin();
+      unauthorized();
       return;
     }
     S.connection.value = 'reconnecting';

@@ -78,6 +78,7 @@ export function toastFor(records) {
 }
 
 export function toastError(message) {
+  if (toasts.value.some((t) => t.plain && t.message === message)) return;
   const id = ++toastSeq;
   toasts.value = [...toasts.value, { id, level: 'error', count: 1, message, at: Date.now(), plain: true }];
 }

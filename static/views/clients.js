@@ -2,7 +2,7 @@
 // the reading dimmed and dated while the agent is offline) and asks for a fresh
 // reading on demand.
 import { useEffect, useState } from 'preact/hooks';
-import { html, Time, Dot, Paged } from '../ui.js';
+import { html, Time, Dot } from '../ui.js';
 import * as S from '../state.js';
 import { post } from '../api.js';
 import { route, setParams } from '../router.js';
@@ -31,6 +31,7 @@ function ClientRow(c) {
 
 export function Clients() {
   useEffect(() => { document.title = 'Clients · vrrp-monitor'; }, []);
+  const [limit, setLimit] = useState(100);
   const p = route.value.params;
   const q = p.get('q') || '';
   const status = p.get('status') || '';
@@ -49,8 +50,11 @@ export function Clients() {
     <div class="table-wrap"><table class="clients">
       <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Mode</th><th scope="col">Version</th>
         <th scope="col">Last seen</th><th scope="col">Capabilities</th><th scope="col">Site</th></tr></thead>
-      <tbody><${Paged} items=${list} size=${100} render=${ClientRow} empty="No clients registered." /></tbody>
+      <tbody>${list.slice(0, limit).map(ClientRow)}</tbody>
     </table></div>
+    ${!list.length && html`<p class="empty">${S.clients.value.length ? 'No client matches.' : 'No clients registered.'}</p>`}
+    ${list.length > limit && html`<div class="more"><button type="button" onClick=${() => setLimit(limit + 100)}>
+      Show 100 more (${list.length - limit} not shown)</button></div>`}
   </section>`;
 }
 

@@ -40,7 +40,7 @@ export function Overview() {
   return html`<section class="overview">
     <h1>Overview</h1>
     <div class="stats">
-      <${Card} href="/clients" label="hosts online" value=${`${s.online} / ${s.total}`}
+      <${Card} href="/clients?status=online" label="hosts online" value=${`${s.online} / ${s.total}`}
         tone=${s.online < s.total ? 'warn' : ''} />
       <${Card} href="/clusters?health=ok" label="clusters OK" value=${`${s.byHealth.ok || 0} / ${s.clusters}`} />
       ${order.filter((h) => s.byHealth[h]).map((h) => html`<${Card} href=${`/clusters?health=${h}`}
