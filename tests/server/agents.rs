@@ -582,8 +582,33 @@ fn activity_ingest_acks_dedups_and_broadcasts_first_stores_only() {
         json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" })
     );
     assert_eq!(agent_events[1]["seen"], false);
-    let keys: Vec<&String> = agent_events[1].as_object().unwrap().keys().collect();
-    assert_eq!(keys.len(), 11, "{keys:?}");
+    // The spec's eleven fields, plus the composed texts the dashboard shows
+    // (issue 14: `message` and `detail` from the one composer).
+    let keys: Vec<&str> = agent_events[1]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "occurredAt",
+            "receivedAt",
+            "source",
+            "clientId",
+            "kind",
+            "level",
+            "correlationId",
+            "subject",
+            "data",
+            "seen",
+            "message",
+            "detail"
+        ],
+        "{keys:?}"
+    );
 }
 
 #[test]
