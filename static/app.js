@@ -2,6 +2,7 @@
 // keyboard shortcuts; picks the view for the current route.
 import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
+import { signal } from '@preact/signals';
 import { html } from './ui.js';
 import * as S from './state.js';
 import { route, navigate } from './router.js';
@@ -58,16 +59,17 @@ function applyTheme(t) {
   if (t === 'auto') delete document.documentElement.dataset.theme;
   else document.documentElement.dataset.theme = t;
 }
-let theme = localStorage.getItem('theme') || 'auto';
-if (!THEMES.includes(theme)) theme = 'auto';
-applyTheme(theme);
+const stored = localStorage.getItem('theme');
+const theme = signal(THEMES.includes(stored) ? stored : 'auto');
+applyTheme(theme.value);
 
 function ThemeSwitch() {
-  const next = THEMES[(THEMES.indexOf(theme) + 1) % THEMES.length];
-  return html`<button type="button" class="ghost" aria-label=${`Theme: ${theme}. Switch to ${next}`}
-    title=${`Theme: ${theme}`}
-    onClick=${() => { theme = next; localStorage.setItem('theme', theme); applyTheme(theme); S.now.value = Date.now(); }}>
-    ${theme === 'dark' ? '☾' : theme === 'light' ? '☀' : '◐'}</button>`;
+  const t = theme.value;
+  const next = THEMES[(THEMES.indexOf(t) + 1) % THEMES.length];
+  return html`<button type="button" class="ghost" aria-label=${`Theme: ${t}. Switch to ${next}`}
+    title=${`Theme: ${t}`}
+    onClick=${() => { theme.value = next; localStorage.setItem('theme', next); applyTheme(next); }}>
+    ${t === 'dark' ? '☾' : t === 'light' ? '☀' : '◐'}</button>`;
 }
 
 // --- shell ---

@@ -539,6 +539,27 @@ fn a_server_restart_mid_session_reconnects_and_a_phone_width_works() {
         "the page scrolls sideways at 375 px"
     );
     b.screenshot("phone-clusters");
+    // The theme follows the system until switched: auto, light, dark.
+    assert_eq!(
+        b.js(
+            "return document.documentElement.dataset.theme || 'auto'",
+            json!([])
+        ),
+        json!("auto")
+    );
+    b.click("button[aria-label^='Theme: auto']");
+    b.wait_js(
+        "the light theme",
+        "return document.documentElement.dataset.theme === 'light'",
+        json!([]),
+    );
+    b.click("button[aria-label^='Theme: light']");
+    b.wait_js(
+        "the dark theme",
+        "return document.documentElement.dataset.theme === 'dark'",
+        json!([]),
+    );
+    b.screenshot("phone-clusters-dark");
     // The server goes away and comes back on the same port and data: the tab
     // says it is reconnecting, then is live again without a reload.
     b.js("window.__noReload = 1", json!([]));

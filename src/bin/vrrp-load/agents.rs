@@ -122,6 +122,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let interval = Duration::from_millis(number(args, "--interval-ms", 1000)? as u64);
     let server_pid = flag(args, "--server-pid");
     let pairs = args.iter().any(|a| a == "--clusters");
+    // How often an agent tries to connect before it counts as failed.
+    let attempts = number(args, "--connect-attempts", 1)?.max(1);
 
     // Identities: a registration token and a registration per agent.
     let started = Instant::now();
@@ -209,12 +211,21 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let handle = std::thread::Builder::new().stack_size(128 * 1024).spawn(move || {
             // Stagger the connects so the listen backlog is not the thing measured.
             std::thread::sleep(Duration::from_millis(i as u64 * 2));
-            let mut ws = match ws_connect(&addr, &format!("/ws/agent?clientId={id}&token={token}"), None) {
-                Ok(ws) => ws,
-                Err(e) => {
-                    eprintln!("vrrp-load: agent {i}: {e}");
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    return;
+            let path = format!("/ws/agent?clientId={id}&token={token}");
+            let mut attempt = 1;
+            let mut ws = loop {
+                match ws_connect(&addr, &path, None) {
+                    Ok(ws) => break ws,
+                    // Like a real agent, try again a second later (when asked to).
+                    Err(_) if attempt < attempts => {
+                        attempt += 1;
+                        std::thread::sleep(Duration::from_secs(1));
+                    }
+                    Err(e) => {
+                        eprintln!("vrrp-load: agent {i}: {e}");
+                        failed.fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
                 }
             };
             let auth = json!({ "type": "AUTH", "payload": { "hostname": format!("load-{i}"), "version": "load", "capabilities": ["vrrp"] } });
