@@ -6,14 +6,20 @@
 //! everything, and main-thread busy time per second while the readings flow
 //! (Chromium's Performance domain through chromedriver's CDP endpoint).
 
-use crate::harness::{Auth, Server};
+use crate::harness::Server;
 use crate::webdriver::Browser;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const AGENTS: usize = 2000;
+/// Agents (two per cluster); `BENCH_AGENTS` changes it for a smaller machine.
+fn agents() -> usize {
+    std::env::var("BENCH_AGENTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(2000)
+}
 const EVENTS: usize = 50_000;
 
 /// 50,000 events like a busy fleet's: mostly agent state changes and connection
@@ -35,7 +41,7 @@ fn store_events(server: &Server) {
             let at = (start + chrono::Duration::seconds(i as i64 * 50))
                 .format("%Y-%m-%dT%H:%M:%S%.3fZ")
                 .to_string();
-            let pair = i % 1000;
+            let pair = i % (agents() / 2).max(1);
             let cluster = json!({ "site": null, "vrid": 51, "networks": [format!("10.{}.{}.0/24", pair / 256, pair % 256)],
                 "vips": [format!("10.{}.{}.100/24", pair / 256, pair % 256)], "health": "degraded",
                 "master": format!("load-{}", pair * 2), "masters": [format!("load-{}", pair * 2)],
@@ -136,7 +142,7 @@ fn bench_dashboard() {
         t.elapsed().as_secs_f64()
     );
 
-    // 2,000 agents, two per cluster, a reading every 4 s each.
+    // 2,000 agents, two per cluster, a reading every 4 s each (500/s).
     let mut load = Command::new(env!("CARGO_BIN_EXE_vrrp-load"))
         .args([
             "agents",
@@ -144,10 +150,11 @@ fn bench_dashboard() {
             "--token",
             &admin,
             "--agents",
-            &AGENTS.to_string(),
+            &agents().to_string(),
             "--clusters",
             "--interval-ms",
-            "4000",
+            // 500 readings per second whatever the number of agents.
+            &(agents() * 2).to_string(),
             "--seconds",
             "90",
             "--connect-attempts",
@@ -172,18 +179,34 @@ fn bench_dashboard() {
     });
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let n = server
-            .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
-            .body
-            .as_array()
-            .map_or(0, Vec::len);
-        if n == AGENTS / 2 {
+        let answer = server
+            .http
+            .get(server.url("/api/v1/keepalived/clusters"))
+            .header("cookie", format!("svc_session={admin}"))
+            .call();
+        let n = match answer {
+            Ok(mut r) => r
+                .body_mut()
+                .read_json::<Value>()
+                .ok()
+                .and_then(|v| v.as_array().map(Vec::len))
+                .unwrap_or(0),
+            Err(e) => {
+                let log = server.log_text();
+                let tail: Vec<&str> = log.lines().rev().take(30).collect();
+                panic!(
+                    "the server stopped answering ({e}); its log ends:\n{}",
+                    tail.join("\n")
+                );
+            }
+        };
+        if n == agents() / 2 {
             break;
         }
         assert!(
             Instant::now() < deadline,
             "{n} clusters, not {}",
-            AGENTS / 2
+            agents() / 2
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -218,7 +241,7 @@ fn bench_dashboard() {
         json!([]),
     );
     let overview = b.body_text();
-    assert!(overview.contains(&format!("/ {AGENTS}")), "{overview}");
+    assert!(overview.contains(&format!("/ {}", agents())), "{overview}");
     b.screenshot("bench-overview");
 
     // Main-thread time while 500 readings per second arrive.
@@ -243,8 +266,9 @@ fn bench_dashboard() {
 
     let kb = |v: &Value| v.as_f64().unwrap_or(0.0) / 1024.0;
     println!(
-        "--- dashboard benchmark: {} clusters, {AGENTS} agents, {EVENTS} stored events ---",
-        AGENTS / 2
+        "--- dashboard benchmark: {} clusters, {} agents, {EVENTS} stored events ---",
+        agents() / 2,
+        agents()
     );
     println!(
         "first load, dashboard files: {:.1} KB transferred ({:.1} KB raw, {} files, no compression)",

@@ -216,10 +216,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
             let mut ws = loop {
                 match ws_connect(&addr, &path, None) {
                     Ok(ws) => break ws,
-                    // Like a real agent, try again a second later (when asked to).
+                    // Like a real agent, try again later (when asked to), spread
+                    // over two seconds so the retries do not arrive as one wave.
                     Err(_) if attempt < attempts => {
                         attempt += 1;
-                        std::thread::sleep(Duration::from_secs(1));
+                        std::thread::sleep(Duration::from_millis(1000 + (i as u64 * 37) % 2000));
                     }
                     Err(e) => {
                         eprintln!("vrrp-load: agent {i}: {e}");
