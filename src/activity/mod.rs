@@ -367,16 +367,21 @@ pub fn list_page(
 /// ActivityRecords bound for a dashboard, so the dashboard and webhooks say the
 /// same thing. Host names are looked up once for the whole batch.
 pub fn with_texts(db: &Db, records: &mut [Value]) {
-    let names: std::collections::HashMap<String, String> = match crate::agents::clients::list(db) {
-        Ok(list) => list
-            .into_iter()
-            .map(|c| (c.id.clone(), c.name().to_owned()))
-            .collect(),
-        Err(e) => {
+    // Read here rather than through `agents` (which records activity itself, so
+    // importing it would close a circle); the name rule is the client's: its
+    // display name, else its hostname.
+    let names: std::collections::HashMap<String, String> = db
+        .read(|c| {
+            let mut stmt = c.prepare(
+                "SELECT id, COALESCE(NULLIF(display_name, ''), hostname, '') FROM clients",
+            )?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok::<_, DbError>(rows.collect::<Result<_, _>>()?)
+        })
+        .unwrap_or_else(|e| {
             log::warn!("Activity texts without host names: {e}");
             Default::default()
-        }
-    };
+        });
     for record in records {
         let host = record["clientId"].as_str().and_then(|id| names.get(id));
         let (message, detail) = messages::compose(
