@@ -14,7 +14,11 @@ use nix::errno::Errno;
 use vrrp_protocol::Reading;
 
 use crate::config::KeepalivedConfig;
+use crate::once::{self, LoggedOnce};
 use crate::parse;
+
+/// Distinct VIP list entries that are no address, remembered so each is logged once.
+const NOT_ADDRESSES_REMEMBERED: usize = 64;
 
 /// keepalived's processes: the parent (which forwards signals) and all of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +193,7 @@ pub struct Prober {
     cfg: KeepalivedConfig,
     proc_dir: PathBuf,
     version: Option<(u32, Option<String>)>,
+    not_addresses_logged: LoggedOnce,
 }
 
 impl Prober {
@@ -197,7 +202,32 @@ impl Prober {
             cfg,
             proc_dir,
             version: None,
+            not_addresses_logged: LoggedOnce::new(NOT_ADDRESSES_REMEMBERED),
         }
+    }
+
+    /// VIP list entries that are no address are left out of the reading (the parser
+    /// did that) and said once per distinct entry, at debug level: a dump a little off
+    /// the usual shape is not an error of the reading. Returns the lines to log.
+    fn not_address_lines(&mut self, entries: &[(String, String)]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (instance, entry) in entries {
+            if !self.not_addresses_logged.first_time(entry) {
+                continue;
+            }
+            // A VIP list never holds authentication, but a dump off the usual shape
+            // might: such a line is named, not shown.
+            let lower = entry.to_ascii_lowercase();
+            let shown = if lower.contains("pass") || lower.contains("auth") {
+                "(not shown: it mentions authentication)".to_string()
+            } else {
+                format!("{:?}", once::cut(entry))
+            };
+            lines.push(format!(
+                "keepalived instance {instance}: VIP list entry {shown} is not an address; left out of the reading"
+            ));
+        }
+        lines
     }
 
     fn version_of(&mut self, pid: u32) -> Option<String> {
@@ -251,6 +281,9 @@ impl Prober {
         };
         match self.take(&found) {
             Ok(dump) => {
+                for line in self.not_address_lines(&dump.not_addresses) {
+                    log::debug!("{line}");
+                }
                 reading.instances = dump.instances;
                 reading.sync_groups = dump.sync_groups;
             }
@@ -433,6 +466,35 @@ enum TakeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_that_is_no_address_is_said_once_and_never_shows_a_password() {
+        let mut p = Prober::new(KeepalivedConfig::default(), PathBuf::from("/nonexistent"));
+        let entries = |list: &[&str]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|e| ("VI_1".to_string(), e.to_string()))
+                .collect()
+        };
+        let first = p.not_address_lines(&entries(&["not set", "(none)", "not set"]));
+        assert_eq!(
+            first,
+            [
+                "keepalived instance VI_1: VIP list entry \"not set\" is not an address; left out of the reading",
+                "keepalived instance VI_1: VIP list entry \"(none)\" is not an address; left out of the reading",
+            ]
+        );
+        // The next readings carry the same entries: nothing more is said.
+        for _ in 0..3 {
+            assert!(p
+                .not_address_lines(&entries(&["(none)", "not set"]))
+                .is_empty());
+        }
+        let secret = p.not_address_lines(&entries(&["Password = hunter2", ""]));
+        assert_eq!(secret.len(), 2);
+        assert!(secret[0].contains("(not shown: it mentions authentication)"));
+        assert!(!secret.concat().contains("hunter2"));
+        assert!(secret[1].contains("entry \"\" is not an address"));
+    }
 
     #[test]
     fn version_from_binary_bytes() {

@@ -15,6 +15,7 @@ pub mod keepalived;
 pub mod lifecycle;
 pub mod logging;
 pub mod outbound;
+pub mod once;
 pub mod parse;
 pub mod persist;
 pub mod pin;
