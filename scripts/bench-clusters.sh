@@ -31,5 +31,5 @@ if [ "$(id -u)" != 0 ] || ! command -v keepalived >/dev/null; then
   exit 0
 fi
 cargo build --release -q -p vrrp-agent --bin vrrp-agent
-cargo bench -q -p vrrp-agent --bench takeover 2>&1 |
+BENCH_SCENARIOS=${BENCH_SCENARIOS:-link} cargo bench -q -p vrrp-agent --bench takeover 2>&1 |
   grep -E '^bench-takeover:|panicked|FAILED' || { echo "bench-takeover: failed" >&2; exit 1; }
