@@ -327,6 +327,8 @@ impl Prober {
             ],
         };
         let timeout = Duration::from_millis(self.cfg.dump_timeout_ms);
+        let signals: Vec<i32> = dumps.iter().map(|d| d.signal).collect();
+        self.wait_until_handled(found, &signals, Instant::now() + timeout)?;
         for attempt in 0..2 {
             for d in dumps.iter().filter(|d| !d.done) {
                 if let Err(e) = send_signal(found.parent, d.signal) {
@@ -386,6 +388,43 @@ impl Prober {
         Ok(dump)
     }
 
+    /// Waits until keepalived's parent handles every dump signal. A keepalived in its
+    /// first milliseconds has not set up its signal handling yet, and SIGUSR1, SIGUSR2 or
+    /// a real-time signal would then end it (their default action): a reading that
+    /// comes with its start (the FIFO watcher sees the new PID and triggers one at once)
+    /// must not kill it. A status that cannot be read does not hold the reading back.
+    fn wait_until_handled(
+        &self,
+        found: &Found,
+        signals: &[i32],
+        deadline: Instant,
+    ) -> Result<(), TakeError> {
+        loop {
+            let status = match fs::read_to_string(
+                self.proc_dir.join(found.parent.to_string()).join("status"),
+            ) {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(TakeError::Gone),
+                Err(_) => return Ok(()),
+            };
+            let unhandled: Vec<i32> = signals
+                .iter()
+                .copied()
+                .filter(|s| !signal_handled(&status, *s))
+                .collect();
+            if unhandled.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(TakeError::Failed(format!(
+                    "keepalived (PID {}) does not handle signal {unhandled:?} within {} ms (still starting?); not signalled, since it would end the process",
+                    found.parent, self.cfg.dump_timeout_ms
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Waits until every dump is complete: changed since the signal, no longer held open by
     /// keepalived, and the same on two looks in a row. Returns false on timeout.
     fn wait(
@@ -441,6 +480,26 @@ impl Prober {
     }
 }
 
+/// Whether a process whose `/proc/<pid>/status` is `status` blocks, ignores or catches
+/// `signal` (its `SigBlk`, `SigIgn`, `SigCgt` masks; keepalived blocks its signals and
+/// reads them from a signalfd). A signal it does none of these with ends it.
+pub fn signal_handled(status: &str, signal: i32) -> bool {
+    if !(1..=64).contains(&signal) {
+        return false;
+    }
+    let bit = 1u64 << (signal - 1);
+    status
+        .lines()
+        .filter_map(|l| {
+            let (key, mask) = l.split_once(':')?;
+            if !matches!(key, "SigBlk" | "SigIgn" | "SigCgt") {
+                return None;
+            }
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .any(|mask| mask & bit != 0)
+}
+
 /// kill(2) with a raw signal number.
 fn send_signal(pid: u32, signal: i32) -> Result<(), Errno> {
     let pid = i32::try_from(pid).map_err(|_| Errno::ESRCH)?;
@@ -494,6 +553,27 @@ mod tests {
         assert!(secret[0].contains("(not shown: it mentions authentication)"));
         assert!(!secret.concat().contains("hunter2"));
         assert!(secret[1].contains("entry \"\" is not an address"));
+    }
+
+    #[test]
+    fn a_signal_counts_as_handled_when_blocked_ignored_or_caught() {
+        // keepalived 2.2.7's parent once running: its signals are blocked (signalfd).
+        let running = "Name:\tkeepalived\nSigQ:\t2/96365\nSigPnd:\t0000000000000000\n\
+                       SigBlk:\t4000000800014a03\nSigIgn:\tbffffff67ffab034\nSigCgt:\t0000000000000000\n";
+        let json_signal = 36; // SIGRTMIN+2 on glibc
+        for sig in [nix::libc::SIGUSR1, nix::libc::SIGUSR2, json_signal] {
+            assert!(signal_handled(running, sig), "signal {sig}");
+        }
+        // Just exec'd: nothing blocked, ignored or caught yet; a dump signal would end it.
+        let starting = "Name:\tkeepalived\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n\
+                        SigCgt:\t0000000000000000\n";
+        assert!(!signal_handled(starting, nix::libc::SIGUSR1));
+        let caught = starting.replace("SigCgt:\t0000000000000000", "SigCgt:\t0000000000000200");
+        assert!(signal_handled(&caught, nix::libc::SIGUSR1));
+        assert!(!signal_handled(&caught, nix::libc::SIGUSR2));
+        assert!(!signal_handled(running, 0));
+        assert!(!signal_handled(running, 65));
+        assert!(!signal_handled("garbage", nix::libc::SIGUSR1));
     }
 
     #[test]
