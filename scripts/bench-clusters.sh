@@ -10,7 +10,9 @@
 #     server in the lab's switch namespace): the time from keepalived's own takeover
 #     to the stored and broadcast vrrp.master_changed, minus the spec's master-down
 #     interval. Needs root and keepalived; skipped with a note otherwise.
-# Environment: BENCH_TAKEOVERS (default 10).
+#     The lab part is the link-fault scenario of scripts/bench-takeover.sh, which
+#     also measures a graceful stop and kill -9.
+# Environment: BENCH_TAKEOVERS (default 10), BENCH_SCENARIOS (default link).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
