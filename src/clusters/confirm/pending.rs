@@ -111,7 +111,13 @@ pub(super) fn masters_only_departed(before: &Target, after: &Target, cluster: &C
             .iter()
             .any(|m| &m.client_id == gone && m.live())
     };
-    after.health != IncidentHealth::Unreachable
+    // Only an observed split brain: a target whose roles were kept from the
+    // confirmed state (nobody live, no statement) names no master seen live.
+    before.health == IncidentHealth::SplitBrain
+        && !matches!(
+            after.health,
+            IncidentHealth::Unreachable | IncidentHealth::NoStatement
+        )
         && !now.is_empty()
         && now.len() < was.len()
         && now.iter().all(|m| was.contains(m))
