@@ -10,7 +10,9 @@
 #     server in the lab's switch namespace): the time from keepalived's own takeover
 #     to the stored and broadcast vrrp.master_changed, minus the spec's master-down
 #     interval. Needs root and keepalived; skipped with a note otherwise.
-# Environment: BENCH_TAKEOVERS (default 10).
+#     The lab part is the link-fault scenario of scripts/bench-takeover.sh, which
+#     also measures a graceful stop and kill -9.
+# Environment: BENCH_TAKEOVERS (default 10), BENCH_SCENARIOS (default link).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
@@ -31,5 +33,5 @@ if [ "$(id -u)" != 0 ] || ! command -v keepalived >/dev/null; then
   exit 0
 fi
 cargo build --release -q -p vrrp-agent --bin vrrp-agent
-cargo bench -q -p vrrp-agent --bench takeover 2>&1 |
+BENCH_SCENARIOS=${BENCH_SCENARIOS:-link} cargo bench -q -p vrrp-agent --bench takeover 2>&1 |
   grep -E '^bench-takeover:|panicked|FAILED' || { echo "bench-takeover: failed" >&2; exit 1; }

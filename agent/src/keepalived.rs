@@ -14,7 +14,11 @@ use nix::errno::Errno;
 use vrrp_protocol::Reading;
 
 use crate::config::KeepalivedConfig;
+use crate::once::{self, LoggedOnce};
 use crate::parse;
+
+/// Distinct VIP list entries that are no address, remembered so each is logged once.
+const NOT_ADDRESSES_REMEMBERED: usize = 64;
 
 /// keepalived's processes: the parent (which forwards signals) and all of them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +193,7 @@ pub struct Prober {
     cfg: KeepalivedConfig,
     proc_dir: PathBuf,
     version: Option<(u32, Option<String>)>,
+    not_addresses_logged: LoggedOnce,
 }
 
 impl Prober {
@@ -197,7 +202,32 @@ impl Prober {
             cfg,
             proc_dir,
             version: None,
+            not_addresses_logged: LoggedOnce::new(NOT_ADDRESSES_REMEMBERED),
         }
+    }
+
+    /// VIP list entries that are no address are left out of the reading (the parser
+    /// did that) and said once per distinct entry, at debug level: a dump a little off
+    /// the usual shape is not an error of the reading. Returns the lines to log.
+    fn not_address_lines(&mut self, entries: &[(String, String)]) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (instance, entry) in entries {
+            if !self.not_addresses_logged.first_time(entry) {
+                continue;
+            }
+            // A VIP list never holds authentication, but a dump off the usual shape
+            // might: such a line is named, not shown.
+            let lower = entry.to_ascii_lowercase();
+            let shown = if lower.contains("pass") || lower.contains("auth") {
+                "(not shown: it mentions authentication)".to_string()
+            } else {
+                format!("{:?}", once::cut(entry))
+            };
+            lines.push(format!(
+                "keepalived instance {instance}: VIP list entry {shown} is not an address; left out of the reading"
+            ));
+        }
+        lines
     }
 
     fn version_of(&mut self, pid: u32) -> Option<String> {
@@ -251,6 +281,9 @@ impl Prober {
         };
         match self.take(&found) {
             Ok(dump) => {
+                for line in self.not_address_lines(&dump.not_addresses) {
+                    log::debug!("{line}");
+                }
                 reading.instances = dump.instances;
                 reading.sync_groups = dump.sync_groups;
             }
@@ -294,6 +327,8 @@ impl Prober {
             ],
         };
         let timeout = Duration::from_millis(self.cfg.dump_timeout_ms);
+        let signals: Vec<i32> = dumps.iter().map(|d| d.signal).collect();
+        self.wait_until_handled(found, &signals, Instant::now() + timeout)?;
         for attempt in 0..2 {
             for d in dumps.iter().filter(|d| !d.done) {
                 if let Err(e) = send_signal(found.parent, d.signal) {
@@ -353,6 +388,43 @@ impl Prober {
         Ok(dump)
     }
 
+    /// Waits until keepalived's parent handles every dump signal. A keepalived in its
+    /// first milliseconds has not set up its signal handling yet, and SIGUSR1, SIGUSR2 or
+    /// a real-time signal would then end it (their default action): a reading that
+    /// comes with its start (the FIFO watcher sees the new PID and triggers one at once)
+    /// must not kill it. A status that cannot be read does not hold the reading back.
+    fn wait_until_handled(
+        &self,
+        found: &Found,
+        signals: &[i32],
+        deadline: Instant,
+    ) -> Result<(), TakeError> {
+        loop {
+            let status = match fs::read_to_string(
+                self.proc_dir.join(found.parent.to_string()).join("status"),
+            ) {
+                Ok(s) => s,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(TakeError::Gone),
+                Err(_) => return Ok(()),
+            };
+            let unhandled: Vec<i32> = signals
+                .iter()
+                .copied()
+                .filter(|s| !signal_handled(&status, *s))
+                .collect();
+            if unhandled.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(TakeError::Failed(format!(
+                    "keepalived (PID {}) does not handle signal {unhandled:?} within {} ms (still starting?); not signalled, since it would end the process",
+                    found.parent, self.cfg.dump_timeout_ms
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Waits until every dump is complete: changed since the signal, no longer held open by
     /// keepalived, and the same on two looks in a row. Returns false on timeout.
     fn wait(
@@ -408,6 +480,26 @@ impl Prober {
     }
 }
 
+/// Whether a process whose `/proc/<pid>/status` is `status` blocks, ignores or catches
+/// `signal` (its `SigBlk`, `SigIgn`, `SigCgt` masks; keepalived blocks its signals and
+/// reads them from a signalfd). A signal it does none of these with ends it.
+pub fn signal_handled(status: &str, signal: i32) -> bool {
+    if !(1..=64).contains(&signal) {
+        return false;
+    }
+    let bit = 1u64 << (signal - 1);
+    status
+        .lines()
+        .filter_map(|l| {
+            let (key, mask) = l.split_once(':')?;
+            if !matches!(key, "SigBlk" | "SigIgn" | "SigCgt") {
+                return None;
+            }
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .any(|mask| mask & bit != 0)
+}
+
 /// kill(2) with a raw signal number.
 fn send_signal(pid: u32, signal: i32) -> Result<(), Errno> {
     let pid = i32::try_from(pid).map_err(|_| Errno::ESRCH)?;
@@ -433,6 +525,56 @@ enum TakeError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_entry_that_is_no_address_is_said_once_and_never_shows_a_password() {
+        let mut p = Prober::new(KeepalivedConfig::default(), PathBuf::from("/nonexistent"));
+        let entries = |list: &[&str]| -> Vec<(String, String)> {
+            list.iter()
+                .map(|e| ("VI_1".to_string(), e.to_string()))
+                .collect()
+        };
+        let first = p.not_address_lines(&entries(&["not set", "(none)", "not set"]));
+        assert_eq!(
+            first,
+            [
+                "keepalived instance VI_1: VIP list entry \"not set\" is not an address; left out of the reading",
+                "keepalived instance VI_1: VIP list entry \"(none)\" is not an address; left out of the reading",
+            ]
+        );
+        // The next readings carry the same entries: nothing more is said.
+        for _ in 0..3 {
+            assert!(p
+                .not_address_lines(&entries(&["(none)", "not set"]))
+                .is_empty());
+        }
+        let secret = p.not_address_lines(&entries(&["Password = hunter2", ""]));
+        assert_eq!(secret.len(), 2);
+        assert!(secret[0].contains("(not shown: it mentions authentication)"));
+        assert!(!secret.concat().contains("hunter2"));
+        assert!(secret[1].contains("entry \"\" is not an address"));
+    }
+
+    #[test]
+    fn a_signal_counts_as_handled_when_blocked_ignored_or_caught() {
+        // keepalived 2.2.7's parent once running: its signals are blocked (signalfd).
+        let running = "Name:\tkeepalived\nSigQ:\t2/96365\nSigPnd:\t0000000000000000\n\
+                       SigBlk:\t4000000800014a03\nSigIgn:\tbffffff67ffab034\nSigCgt:\t0000000000000000\n";
+        let json_signal = 36; // SIGRTMIN+2 on glibc
+        for sig in [nix::libc::SIGUSR1, nix::libc::SIGUSR2, json_signal] {
+            assert!(signal_handled(running, sig), "signal {sig}");
+        }
+        // Just exec'd: nothing blocked, ignored or caught yet; a dump signal would end it.
+        let starting = "Name:\tkeepalived\nSigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n\
+                        SigCgt:\t0000000000000000\n";
+        assert!(!signal_handled(starting, nix::libc::SIGUSR1));
+        let caught = starting.replace("SigCgt:\t0000000000000000", "SigCgt:\t0000000000000200");
+        assert!(signal_handled(&caught, nix::libc::SIGUSR1));
+        assert!(!signal_handled(&caught, nix::libc::SIGUSR2));
+        assert!(!signal_handled(running, 0));
+        assert!(!signal_handled(running, 65));
+        assert!(!signal_handled("garbage", nix::libc::SIGUSR1));
+    }
 
     #[test]
     fn version_from_binary_bytes() {

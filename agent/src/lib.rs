@@ -14,6 +14,7 @@ pub mod fifo;
 pub mod keepalived;
 pub mod lifecycle;
 pub mod logging;
+pub mod once;
 pub mod outbound;
 pub mod parse;
 pub mod persist;

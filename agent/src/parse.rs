@@ -4,7 +4,8 @@
 //! Pure functions from text to wire types. Only the fields the spec lists are copied, one
 //! by one, so nothing else keepalived prints (its authentication password above all) can
 //! reach the wire. Unknown keys are skipped; a dump that is not a dump is an error, never a
-//! panic.
+//! panic. An entry of a VIP list counts only when it starts with an address ([`vip_of`]);
+//! the others are handed back in [`ParsedDump::not_addresses`] for the caller to log.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -30,6 +31,23 @@ impl std::error::Error for ParseError {}
 pub struct ParsedDump {
     pub instances: Vec<VrrpInstance>,
     pub sync_groups: Vec<SyncGroup>,
+    /// Entries of VIP lists left out of `vips` because they do not start with an
+    /// address: (instance name, the entry as printed). Never part of the reading.
+    pub not_addresses: Vec<(String, String)>,
+}
+
+/// The address an entry of a VIP list starts with, as keepalived printed it
+/// (`192.0.2.100/24 dev eth0 scope global set` -> `192.0.2.100/24`), or `None` when the
+/// entry does not start with an IPv4 or IPv6 address with an optional `/prefix`.
+/// What keepalived appends (a trailing comma, `dev ... scope ...`) is dropped.
+pub fn vip_of(entry: &str) -> Option<&str> {
+    let first = entry.split_whitespace().next()?.trim_end_matches(',');
+    let is_address = if first.contains('/') {
+        first.parse::<ipnet::IpNet>().is_ok()
+    } else {
+        first.parse::<std::net::IpAddr>().is_ok()
+    };
+    is_address.then_some(first)
 }
 
 /// Counters per instance name.
@@ -147,7 +165,12 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                 let item = trimmed.split_whitespace().next().unwrap_or("");
                 let item = item.trim_end_matches(',');
                 match (kind, &block) {
-                    (ListKind::Vips, Block::Instance) => inst.vips.push(item.to_string()),
+                    (ListKind::Vips, Block::Instance) => match vip_of(trimmed) {
+                        Some(vip) => inst.vips.push(vip.to_string()),
+                        None => out
+                            .not_addresses
+                            .push((inst.name.clone(), trimmed.to_string())),
+                    },
                     (ListKind::Members, Block::Group)
                         if !group.instances.iter().any(|m| m == item) =>
                     {
@@ -349,6 +372,23 @@ fn json_state(v: &Value, key: &str) -> Option<VrrpState> {
     })
 }
 
+/// The `vips` of one instance of the JSON dump; entries that are no address (or no
+/// string) go to `not_addresses`, a non-string as its JSON text.
+fn json_vips(data: &Value, name: &str, not_addresses: &mut Vec<(String, String)>) -> Vec<String> {
+    let mut vips = Vec::new();
+    let entries = data.get("vips").and_then(Value::as_array);
+    for v in entries.into_iter().flatten() {
+        match v.as_str().and_then(vip_of) {
+            Some(vip) => vips.push(vip.to_string()),
+            None => {
+                let entry = v.as_str().map_or_else(|| v.to_string(), str::to_string);
+                not_addresses.push((name.to_string(), entry));
+            }
+        }
+    }
+    vips
+}
+
 /// Parses the JSON dump: a top-level array (json_version 1) or `{"vrrp": [...]}`
 /// (json_version 2). The JSON carries its counters and no sync-group section.
 pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
@@ -376,6 +416,7 @@ pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
                 .filter_map(|(from, to)| m.get(*from)?.as_u64().map(|n| (to.to_string(), n)))
                 .collect::<BTreeMap<_, _>>()
         });
+        let vips = json_vips(data, &name, &mut out.not_addresses);
         out.instances.push(VrrpInstance {
             name,
             state: json_state(data, "state").unwrap_or_default(),
@@ -385,16 +426,7 @@ pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
             priority: json_u32(data, "base_priority"),
             effective_priority: json_u32(data, "effective_priority"),
             advert_interval: data.get("adver_int").and_then(Value::as_f64),
-            vips: data
-                .get("vips")
-                .and_then(Value::as_array)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|v| v.as_str()?.split_whitespace().next())
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            vips,
             sync_group: json_str(data, "sync_group"),
             last_transition: data
                 .get("last_transition")
@@ -439,6 +471,156 @@ mod tests {
     fn snake_keys() {
         assert_eq!(snake("Packet Errors"), "packet_errors");
         assert_eq!(snake("Advertisement Interval"), "advertisement_interval");
+    }
+
+    #[test]
+    fn an_entry_counts_only_when_it_starts_with_an_address() {
+        for (entry, want) in [
+            (
+                "192.0.2.100/24 dev eth0 scope global set",
+                Some("192.0.2.100/24"),
+            ),
+            ("192.0.2.100", Some("192.0.2.100")),
+            ("192.0.2.100,", Some("192.0.2.100")),
+            ("2001:db8::10", Some("2001:db8::10")),
+            (
+                "2001:db8::1/64 dev eth0 scope global",
+                Some("2001:db8::1/64"),
+            ),
+            ("::ffff:192.0.2.7", Some("::ffff:192.0.2.7")),
+            (
+                "::ffff:192.0.2.7/128 dev eth0",
+                Some("::ffff:192.0.2.7/128"),
+            ),
+            ("not set", None),
+            ("Unicast peer = 192.0.2.2", None),
+            ("(none)", None),
+            ("", None),
+            ("   ", None),
+            ("192.0.2.1/33", None),
+            ("192.0.2.1/", None),
+            ("192.0.2", None),
+            ("word/24", None),
+            ("192.0.2.1,192.0.2.2", None),
+        ] {
+            assert_eq!(vip_of(entry), want, "{entry:?}");
+        }
+    }
+
+    /// What every VIP list below holds, and what of it must be read.
+    const WORDS: [&str; 4] = ["not set", "Unicast peer = 192.0.2.2", "(none)", ""];
+    const ADDRESSES: [&str; 5] = [
+        "2001:db8::10",
+        "192.0.2.100/24",
+        "2001:db8::1/64",
+        "::ffff:192.0.2.7",
+        "fe80::1/64",
+    ];
+
+    fn assert_only_addresses(d: &ParsedDump, form: &str) {
+        let vips = &d.instances[0].vips;
+        assert_eq!(vips, &ADDRESSES, "{form}: every address, in order");
+        for word in [
+            "not",
+            "set",
+            "Unicast",
+            "peer",
+            "=",
+            "192.0.2.2",
+            "(none)",
+            "",
+        ] {
+            assert!(
+                !vips.iter().any(|v| v == word),
+                "{form}: {word:?} read as a VIP"
+            );
+        }
+        assert!(
+            !vips.iter().any(|v| v.starts_with("10.10.")),
+            "{form}: excluded VIP read"
+        );
+        assert_eq!(
+            d.instances[1].vips,
+            ["198.51.100.100/24"],
+            "{form}: next instance"
+        );
+    }
+
+    #[test]
+    fn text_dump_reads_only_addresses_from_a_vip_list() {
+        let text = "------< VRRP Topology >------
+ VRRP Instance = VI_1
+   State = MASTER
+   Virtual IP (9):
+     not set
+     Unicast peer = 192.0.2.2
+     (none)
+     \n     2001:db8::10
+     192.0.2.100/24 dev eth0 scope global set
+     2001:db8::1/64 dev eth0 scope global
+     ::ffff:192.0.2.7,
+     fe80::1/64 dev eth0 scope link
+   Virtual IP Excluded (1):
+     10.10.0.1 dev eth0 scope global set
+   Interface = eth0
+ VRRP Instance = VI_2
+   State = BACKUP
+   Virtual IP (1):
+     198.51.100.100/24 dev eth1 scope global
+";
+        let d = parse_data(text).unwrap();
+        assert_only_addresses(&d, "text");
+        assert_eq!(d.instances[0].interface.as_deref(), Some("eth0"));
+        // A blank line in the list is no entry at all; the other words are handed back.
+        let left_out: Vec<(&str, &str)> = d
+            .not_addresses
+            .iter()
+            .map(|(i, e)| (i.as_str(), e.as_str()))
+            .collect();
+        assert_eq!(
+            left_out,
+            [("VI_1", WORDS[0]), ("VI_1", WORDS[1]), ("VI_1", WORDS[2])]
+        );
+    }
+
+    #[test]
+    fn json_dump_reads_only_addresses_from_a_vip_list() {
+        let vips = [
+            WORDS[0],
+            WORDS[1],
+            WORDS[2],
+            WORDS[3],
+            "2001:db8::10",
+            "192.0.2.100/24 dev eth0 scope global set",
+            "2001:db8::1/64 dev eth0 scope global",
+            "::ffff:192.0.2.7,",
+            "fe80::1/64 dev eth0 scope link",
+        ];
+        let text = serde_json::json!([
+            {"data": {"iname": "VI_1", "state": 2, "vips": vips,
+                      "evips": ["10.10.0.1 dev eth0 scope global set"]}},
+            {"data": {"iname": "VI_2", "state": 1,
+                      "vips": ["198.51.100.100/24 dev eth1 scope global", 7, null]}},
+        ])
+        .to_string();
+        let d = parse_json(&text).unwrap();
+        assert_only_addresses(&d, "json");
+        let left_out: Vec<(&str, &str)> = d
+            .not_addresses
+            .iter()
+            .map(|(i, e)| (i.as_str(), e.as_str()))
+            .collect();
+        assert_eq!(
+            left_out,
+            [
+                ("VI_1", WORDS[0]),
+                ("VI_1", WORDS[1]),
+                ("VI_1", WORDS[2]),
+                ("VI_1", WORDS[3]),
+                ("VI_2", "7"),
+                ("VI_2", "null"),
+            ]
+        );
     }
 
     #[test]

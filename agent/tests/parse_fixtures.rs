@@ -69,6 +69,9 @@ fn text_json_and_stats_dumps_agree_on_every_scenario() {
         let want = vec![("VI_1".to_string(), *vi1), ("VI_2".to_string(), *vi2)];
         assert_eq!(states(&data), want, "{name}.data");
         assert_eq!(states(&json), want, "{name}.json");
+        // Every entry of a real VIP list is an address: nothing is left out.
+        assert!(data.not_addresses.is_empty(), "{name}.data: {data:?}");
+        assert!(json.not_addresses.is_empty(), "{name}.json: {json:?}");
 
         for (d, j) in data.instances.iter().zip(&json.instances) {
             assert_eq!(d.vrid, j.vrid, "{name} vrid");
@@ -202,7 +205,7 @@ fn older_versions_parse_and_never_leak_the_password() {
             &[
                 ("VI_EXT_1", Master, 10, "ens192", "192.168.2.1", 1.0),
                 ("VI_EXT_2", Backup, 20, "ens192", "192.168.2.2", 1.0),
-                ("VI_EXT_3", Backup, 30, "ens192", "", 1.0),
+                ("VI_EXT_3", Backup, 30, "ens192", "192.168.2.3", 1.0),
             ],
         ),
         (
@@ -214,6 +217,7 @@ fn older_versions_parse_and_never_leak_the_password() {
         let text = read(&format!("other-versions/{ver}-keepalived.data"));
         let d = parse::parse_data(&text).unwrap_or_else(|e| panic!("{ver}: {e}"));
         assert_eq!(d.instances.len(), want.len(), "{ver}");
+        assert!(d.not_addresses.is_empty(), "{ver}: {:?}", d.not_addresses);
         for (i, (name, state, vrid, ifname, vip, adv)) in d.instances.iter().zip(want.iter()) {
             assert_eq!(&i.name, name, "{ver}");
             assert_eq!(i.state, *state, "{ver} {name}");

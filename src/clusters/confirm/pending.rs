@@ -87,6 +87,43 @@ pub(super) enum Look {
     Waiting(Pending),
 }
 
+/// Whether `after` differs from the pending `before` only in masters that stopped
+/// being live, the others staying master: then the change keeps its clock. A
+/// keepalived stopped gracefully hands its role over at once (priority 0) but takes
+/// about a second to exit, and only then can its agent say so; until then its last
+/// reading still says MASTER. The remaining master has held the role since the
+/// change was first seen, and a member that is not live has nothing to settle (rule
+/// 2: it owes no reading), so restarting the interval would only delay the report
+/// by that second. A master that turns BACKUP while live is a VRRP transition and
+/// restarts the interval as any change does.
+pub(super) fn masters_only_departed(before: &Target, after: &Target, cluster: &Cluster) -> bool {
+    let masters = |roles: &Roles| -> Vec<String> {
+        match roles {
+            Roles::One(m) => vec![m.clone()],
+            Roles::Several(ms) => ms.clone(),
+            Roles::Unknown | Roles::None => Vec::new(),
+        }
+    };
+    let (was, now) = (masters(&before.roles), masters(&after.roles));
+    let departed_only = |gone: &String| {
+        !cluster
+            .members
+            .iter()
+            .any(|m| &m.client_id == gone && m.live())
+    };
+    // Only an observed split brain: a target whose roles were kept from the
+    // confirmed state (nobody live, no statement) names no master seen live.
+    before.health == IncidentHealth::SplitBrain
+        && !matches!(
+            after.health,
+            IncidentHealth::Unreachable | IncidentHealth::NoStatement
+        )
+        && !now.is_empty()
+        && now.len() < was.len()
+        && now.iter().all(|m| was.contains(m))
+        && was.iter().filter(|m| !now.contains(m)).all(departed_only)
+}
+
 /// One look at a cluster whose target differs from its confirmed state: the
 /// change pending before (kept if it is still the same change), asks the agents
 /// still owing a reading once the interval is over (at most once per client per
@@ -106,6 +143,7 @@ pub(super) fn look(
     };
     let pending = match previous {
         Some(p) if p.target == target => p,
+        Some(p) if masters_only_departed(&p.target, &target, cluster) => Pending { target, ..p },
         _ => Pending {
             target,
             first_seen: now,

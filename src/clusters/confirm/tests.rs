@@ -416,6 +416,59 @@ fn a_member_that_stops_being_live_owes_no_reading() {
     assert_eq!(out.events[0].client_id.as_deref(), Some("id-b"));
 }
 
+/// A graceful stop of the master (issue 13): keepalived gives up the role at once,
+/// the backup takes over, and only about a second later, when keepalived has
+/// exited, does the old master's agent report it stopped. The interval counts from
+/// the takeover, not from that late report.
+#[test]
+fn a_stopped_master_reporting_late_does_not_restart_the_interval() {
+    let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
+    sim.seen();
+    sim.state("b", "MASTER"); // b's takeover; a's last reading still says MASTER
+    let takeover = sim.now;
+    assert!(sim.at(0).events.is_empty(), "split brain pending");
+    sim.now += Duration::milliseconds(470);
+    sim.hosts.get_mut("a").unwrap().reporting = false; // keepalived on a exited
+    sim.hosts.get_mut("a").unwrap().read_at = sim.now;
+    let out = sim.at(0);
+    assert!(out.events.is_empty());
+    assert_eq!(
+        out.wake_at,
+        Some(takeover + Duration::seconds(4)),
+        "still due one interval after the takeover"
+    );
+    let out = sim.at(4000 - 470);
+    assert_eq!(out.requests, ["id-b"], "a is not live: it owes nothing");
+    sim.hosts.get_mut("b").unwrap().read_at = sim.now;
+    let out = sim.at(10);
+    assert_eq!(
+        Sim::kinds(&out),
+        ["vrrp.master_changed", "vrrp.incident_opened"]
+    );
+    assert_eq!(out.events[0].client_id.as_deref(), Some("id-b"));
+    assert_eq!(out.events[0].data["previousMaster"], "a");
+    assert!(sim.at(5000).events.is_empty(), "reported once");
+}
+
+/// The clock is kept only for masters that stopped being live: a master that
+/// turns BACKUP while live is a VRRP transition, with an interval of its own.
+#[test]
+fn a_master_yielding_while_live_restarts_the_interval() {
+    let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP"), ("c", "BACKUP")]);
+    sim.seen();
+    sim.state("b", "MASTER");
+    sim.state("c", "MASTER");
+    sim.at(0);
+    sim.now += Duration::seconds(2);
+    sim.state("c", "BACKUP"); // c yields, still live
+    let out = sim.at(0);
+    assert_eq!(
+        out.wake_at,
+        Some(sim.now + Duration::seconds(4)),
+        "a new interval from c's transition"
+    );
+}
+
 #[test]
 fn a_reading_of_the_millisecond_the_interval_ends_counts() {
     let mut sim = Sim::new(&[("a", "MASTER"), ("b", "BACKUP")]);
