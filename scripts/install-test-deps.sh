@@ -4,7 +4,8 @@
 # the distribution's OpenSSL through tiny_http's `ssl-openssl`), keepalived for the
 # lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests,
 # Node.js and npm for the OIDC tests' identity provider, chromium and
-# chromium-driver for the dashboard's browser tests (tests/browser).
+# chromium-driver for the dashboard's browser tests (tests/browser), prometheus
+# (with promtool) for the metrics tests.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
 set -euo pipefail
 
@@ -16,6 +17,7 @@ command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

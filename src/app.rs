@@ -155,8 +155,15 @@ pub fn run(
         Settings::new(config.settings.clone())
             .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
     );
-    let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone()));
-    let activity = ActivitySink::new(db.clone(), settings.clone(), hub.clone(), webhooks);
+    let counters = Arc::new(crate::metrics::Counters::default());
+    let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone(), counters.clone()));
+    let activity = ActivitySink::new(
+        db.clone(),
+        settings.clone(),
+        hub.clone(),
+        webhooks,
+        counters.clone(),
+    );
 
     let clients_changed = feed::spawn(
         feed::Handles {
@@ -263,6 +270,7 @@ pub fn run(
         session,
         outbound,
         initial_password: Mutex::new(initial_password),
+        counters,
         config,
         db,
         clock,

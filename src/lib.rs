@@ -17,6 +17,7 @@ pub mod http;
 pub mod lifecycle;
 pub mod live;
 pub mod logging;
+pub mod metrics;
 pub mod schedulers;
 pub mod secrets;
 pub mod webhooks;

@@ -10,6 +10,7 @@
 use super::{insert_new, with_texts, Event, LevelPolicy};
 use crate::db::Db;
 use crate::live::{envelope, Hub};
+use crate::metrics::Counters;
 use std::sync::Arc;
 
 /// Who hears of newly stored events besides the dashboards: the webhooks.
@@ -27,6 +28,8 @@ pub struct ActivitySink {
     policy: Arc<dyn LevelPolicy>,
     hub: Arc<Hub>,
     webhooks: Arc<dyn StoredEvents>,
+    /// Stored events by kind and level, for `GET /metrics`.
+    counters: Arc<Counters>,
 }
 
 impl ActivitySink {
@@ -35,12 +38,14 @@ impl ActivitySink {
         policy: Arc<dyn LevelPolicy>,
         hub: Arc<Hub>,
         webhooks: Arc<dyn StoredEvents>,
+        counters: Arc<Counters>,
     ) -> ActivitySink {
         ActivitySink {
             db,
             policy,
             hub,
             webhooks,
+            counters,
         }
     }
 
@@ -56,6 +61,9 @@ impl ActivitySink {
             .collect();
         match insert_new(&self.db, kept) {
             Ok(stored) => {
+                for e in &stored {
+                    self.counters.activity_stored(&e.kind, e.level.as_str());
+                }
                 if !stored.is_empty() {
                     let mut records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
                     with_texts(&self.db, &mut records);

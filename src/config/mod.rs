@@ -39,8 +39,9 @@ const KNOWN_TOP_LEVEL: [&str; 8] = [
     "port",
     "security",
 ];
-const KNOWN_SECURITY: [&str; 4] = [
+const KNOWN_SECURITY: [&str; 5] = [
     "allowed_networks",
+    "metrics_allowed_networks",
     "trusted_proxies",
     "hsts",
     "allow_self_signed_agent_certificates",
@@ -157,6 +158,8 @@ pub struct SecurityConfig {
     pub hsts: bool,
     pub trusted_proxies: Vec<ProxyRule>,
     pub allowed_networks: Vec<Ipv4Net>,
+    /// Who may read `GET /metrics`; empty: everyone.
+    pub metrics_allowed_networks: Vec<Ipv4Net>,
     pub allow_self_signed_agent_certificates: bool,
 }
 
@@ -434,19 +437,13 @@ fn parse_security(
             .map(|s| ProxyRule::parse(s).map_err(|m| ConfigError::new("SVC_TRUSTED_PROXIES", m)))
             .collect::<Result<_, _>>()?;
     }
-    let mut allowed_networks = Vec::new();
-    for (i, item) in string_list(block.get("allowed_networks"), "security.allowed_networks")?
-        .iter()
-        .enumerate()
-    {
-        let field = format!("security.allowed_networks[{i}]");
-        allowed_networks
-            .push(values::parse_ipv4_net(item).map_err(|m| ConfigError::new(field, m))?);
-    }
+    let allowed_networks = networks(block, "allowed_networks")?;
+    let metrics_allowed_networks = networks(block, "metrics_allowed_networks")?;
     Ok(SecurityConfig {
         hsts: opt_bool(block.get("hsts"), "security.hsts")?.unwrap_or(false),
         trusted_proxies,
         allowed_networks,
+        metrics_allowed_networks,
         allow_self_signed_agent_certificates: opt_bool(
             block.get("allow_self_signed_agent_certificates"),
             "security.allow_self_signed_agent_certificates",
@@ -590,6 +587,19 @@ fn scalar_text(v: &Value, field: &str) -> Result<String, ConfigError> {
         Value::Bool(b) => Ok(b.to_string()),
         _ => Err(ConfigError::new(field, "must be a single value")),
     }
+}
+
+/// `security.<key>`: a list of IPv4 addresses or CIDR networks, each checked.
+fn networks(block: &Map<String, Value>, key: &str) -> Result<Vec<Ipv4Net>, ConfigError> {
+    let name = format!("security.{key}");
+    let mut out = Vec::new();
+    for (i, item) in string_list(block.get(key), &name)?.iter().enumerate() {
+        out.push(
+            values::parse_ipv4_net(item)
+                .map_err(|m| ConfigError::new(format!("{name}[{i}]"), m))?,
+        );
+    }
+    Ok(out)
 }
 
 fn string_list(v: Option<&Value>, field: &str) -> Result<Vec<String>, ConfigError> {

@@ -10,6 +10,7 @@ pub mod api_settings;
 pub mod api_users;
 pub mod api_webhooks;
 pub mod conns;
+pub mod metrics;
 pub mod request;
 pub mod response;
 pub mod state;
@@ -247,6 +248,8 @@ fn route(app: &App, req: &Req) -> ApiResult {
         ("GET", ["api", "auth", "login"]) => api_auth::oidc_login(app, req),
         ("GET", ["api", "auth", "callback"]) => api_auth::oidc_callback(app, req),
         ("GET", ["api", "health"]) => health(app),
+        // No session: Prometheus scrapes it; `security.metrics_allowed_networks` guards it.
+        ("GET", ["metrics"]) => metrics::serve(app, req),
         ("GET", ["api", "v1", "ping"]) => Ok(Resp::ok(&json!({ "status": "ok" }))),
         ("POST", ["api", "v1", "register"]) => api_agents::register(app, req),
         // Public: the dashboard links to it beside the webhook editor.

@@ -64,6 +64,8 @@ pub struct App {
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,
+    /// Activity and webhook counters since start, for `GET /metrics`.
+    pub counters: Arc<crate::metrics::Counters>,
 }
 
 impl App {

@@ -14,6 +14,7 @@ use crate::activity::messages::compose;
 use crate::activity::{Event, StoredEvents};
 use crate::clock::{iso, SharedClock};
 use crate::db::Db;
+use crate::metrics::{Counters, Outcome};
 use chrono::Duration;
 use crossbeam_channel::{bounded, Sender, TrySendError};
 use parking_lot::Mutex;
@@ -172,6 +173,8 @@ pub fn send(hook: &store::WebhookSpec, rendered: &Rendered) -> Attempt {
 struct Handles {
     db: Arc<Db>,
     clock: SharedClock,
+    /// Delivery outcomes by webhook, for `GET /metrics`.
+    counters: Arc<Counters>,
 }
 
 /// The webhook threads, one per webhook that had something to deliver.
@@ -181,9 +184,13 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(db: Arc<Db>, clock: SharedClock) -> Dispatcher {
+    pub fn new(db: Arc<Db>, clock: SharedClock, counters: Arc<Counters>) -> Dispatcher {
         Dispatcher {
-            handles: Handles { db, clock },
+            handles: Handles {
+                db,
+                clock,
+                counters,
+            },
             queues: Mutex::new(HashMap::new()),
         }
     }
@@ -237,6 +244,9 @@ impl StoredEvents for Dispatcher {
                 match tx.try_send(event.to_json(false)) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
+                        self.handles
+                            .counters
+                            .webhook_outcome(&hook.spec.name, Outcome::Dropped);
                         log::warn!("Webhook \"{}\": {QUEUE} deliveries waiting; event {} is dropped for it", hook.spec.name, event.id)
                     }
                     Err(TrySendError::Disconnected(_)) => {
@@ -254,6 +264,7 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
     let rendered = match render(&hook.spec, &ctx) {
         Ok(r) => r,
         Err(e) => {
+            h.counters.webhook_outcome(&hook.spec.name, Outcome::Failed);
             record(
                 h,
                 &hook.id,
@@ -288,6 +299,12 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
             attempt.error.as_deref().unwrap_or("?")
         );
     }
+    let outcome = if attempt.ok() {
+        Outcome::Delivered
+    } else {
+        Outcome::Failed
+    };
+    h.counters.webhook_outcome(&hook.spec.name, outcome);
     record(h, &hook.id, &attempt);
 }
 

@@ -158,6 +158,10 @@ fn invalid_values_end_the_start_with_one_fatal_line_naming_the_field() {
             "security:\n  allowed_networks: ['10.0.0.0/33']\n",
             "security.allowed_networks[0]",
         ),
+        (
+            "security:\n  metrics_allowed_networks: ['10.0.0.0/8', 'everyone']\n",
+            "security.metrics_allowed_networks[1]",
+        ),
         ("security:\n  hsts: 'sometimes'\n", "security.hsts"),
         (
             "oidc:\n  enabled: true\n  issuer: https://id.example\n",

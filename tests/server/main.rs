@@ -9,6 +9,7 @@ mod dashboard;
 mod first_sighting;
 mod http;
 mod oidc;
+mod metrics;
 mod outbound;
 mod settings;
 mod timing;

@@ -1,0 +1,63 @@
+//! `GET /metrics`: gathers the snapshot (cluster list, clients with their
+//! readings, open incidents, counters, process facts) and answers the text
+//! `metrics::render` makes of it. No session: a Prometheus server scrapes it;
+//! when `security.metrics_allowed_networks` is set, only callers inside it may.
+
+use super::request::Req;
+use super::response::{ApiError, ApiResult, Resp};
+use super::state::App;
+use crate::clusters::thread::open_incidents;
+use crate::metrics::{self, ClientFacts, ClusterFacts, Snapshot};
+use serde_json::Value;
+use std::net::IpAddr;
+
+/// The exposition format's content type (Prometheus text format 0.0.4).
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+pub fn serve(app: &App, req: &Req) -> ApiResult {
+    let allowed = &app.config.security.metrics_allowed_networks;
+    if !allowed.is_empty() && !allowed_caller(allowed, req.client_ip) {
+        log::warn!(
+            "GET /metrics refused to {}: outside security.metrics_allowed_networks",
+            req.client_ip
+        );
+        return Err(ApiError::new(403, "Access denied"));
+    }
+    let clusters: Vec<Value> =
+        serde_json::from_slice(&app.cluster_list_json()?).unwrap_or_default();
+    let now = app.clock.now();
+    let clients = match app.client_list()? {
+        Value::Array(list) => list,
+        _ => Vec::new(),
+    };
+    let snapshot = Snapshot {
+        clusters: clusters.iter().map(ClusterFacts::from_json).collect(),
+        clients: clients
+            .iter()
+            .map(|c| {
+                let reading = c["id"].as_str().and_then(|id| app.readings.get(id));
+                ClientFacts::from_json(c, reading.as_deref(), now)
+            })
+            .collect(),
+        incidents_open: open_incidents(&app.db)?,
+        activity: app.counters.activity(),
+        webhooks: app.counters.webhooks(),
+        process: metrics::process::read(),
+    };
+    Ok(Resp {
+        status: 200,
+        headers: Vec::new(),
+        body: metrics::render(&snapshot).into_bytes(),
+        content_type: CONTENT_TYPE,
+    })
+}
+
+/// IPv4 callers inside one of the networks (an IPv4-mapped IPv6 address counts
+/// as its IPv4 address); other IPv6 callers are refused, as the list is IPv4.
+fn allowed_caller(allowed: &[ipnet::Ipv4Net], ip: IpAddr) -> bool {
+    let v4 = match ip {
+        IpAddr::V4(v4) => Some(v4),
+        IpAddr::V6(v6) => v6.to_ipv4_mapped(),
+    };
+    v4.is_some_and(|v4| allowed.iter().any(|n| n.contains(&v4)))
+}

@@ -1,0 +1,509 @@
+//! The pure part: facts in, exposition text out (format 0.0.4: `# HELP`, `# TYPE`,
+//! then the samples of one family together).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Everything one scrape shows.
+#[derive(Debug, Default, Clone)]
+pub struct Snapshot {
+    pub clusters: Vec<ClusterFacts>,
+    pub clients: Vec<ClientFacts>,
+    pub incidents_open: u64,
+    /// `((kind, level), stored since start)`.
+    pub activity: Vec<((String, String), u64)>,
+    /// `((webhook name, outcome), deliveries since start)`.
+    pub webhooks: Vec<((String, String), u64)>,
+    pub process: Option<ProcessFacts>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClusterFacts {
+    pub site: String,
+    pub vrid: u64,
+    /// The cluster's networks, comma-separated (most clusters have one).
+    pub network: String,
+    pub health: String,
+    /// Live members (online and reporting) in MASTER.
+    pub masters: u64,
+    /// Members by their instance's state; members that are not live count as `OFFLINE`.
+    pub members: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientFacts {
+    pub client_id: String,
+    pub host: String,
+    pub site: String,
+    pub online: bool,
+    /// Seconds since the last reading was received; `None` without a reading.
+    pub reading_age_seconds: Option<f64>,
+    pub keepalived_running: bool,
+    /// The last reading's instances, only while the agent is online and its
+    /// reading readable: a stale state must not count as a master.
+    pub instances: Vec<InstanceFacts>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstanceFacts {
+    pub name: String,
+    pub interface: String,
+    pub vrid: Option<u64>,
+    pub state: String,
+    pub priority: Option<u64>,
+    pub effective_priority: Option<u64>,
+    pub vips: Vec<String>,
+    pub stats: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessFacts {
+    pub resident_memory_bytes: u64,
+    pub threads: u64,
+    pub open_fds: u64,
+    pub max_fds: Option<u64>,
+}
+
+/// The dashboard's health words, in the order the one-hot series are written.
+pub const HEALTHS: [&str; 6] = [
+    "ok",
+    "degraded",
+    "vip-mismatch",
+    "no-master",
+    "split-brain",
+    "unknown",
+];
+
+/// Our counter keys (the agent's, from either dump) → keepalived-exporter's names.
+pub const INSTANCE_COUNTERS: [(&str, &str, &str); 14] = [
+    (
+        "advertisements_received",
+        "keepalived_advertisements_received_total",
+        "Advertisements received.",
+    ),
+    (
+        "advertisements_sent",
+        "keepalived_advertisements_sent_total",
+        "Advertisements sent.",
+    ),
+    (
+        "became_master",
+        "keepalived_become_master_total",
+        "Times the instance became master.",
+    ),
+    (
+        "released_master",
+        "keepalived_release_master_total",
+        "Times the instance released master.",
+    ),
+    (
+        "packet_errors_length",
+        "keepalived_packet_length_errors_total",
+        "Packet length errors.",
+    ),
+    (
+        "packet_errors_advertisement_interval",
+        "keepalived_advertisements_interval_errors_total",
+        "Advertisement interval errors.",
+    ),
+    (
+        "packet_errors_ttl",
+        "keepalived_ip_ttl_errors_total",
+        "TTL errors.",
+    ),
+    (
+        "packet_errors_invalid_type",
+        "keepalived_invalid_type_received_total",
+        "Invalid type errors.",
+    ),
+    (
+        "packet_errors_address_list",
+        "keepalived_address_list_errors_total",
+        "Address list errors.",
+    ),
+    (
+        "authentication_errors_invalid_type",
+        "keepalived_authentication_invalid_total",
+        "Invalid authentication type.",
+    ),
+    (
+        "authentication_errors_type_mismatch",
+        "keepalived_authentication_mismatch_total",
+        "Authentication type mismatch.",
+    ),
+    (
+        "authentication_errors_failure",
+        "keepalived_authentication_failure_total",
+        "Authentication failures.",
+    ),
+    (
+        "priority_zero_received",
+        "keepalived_priority_zero_received_total",
+        "Priority zero advertisements received.",
+    ),
+    (
+        "priority_zero_sent",
+        "keepalived_priority_zero_sent_total",
+        "Priority zero advertisements sent.",
+    ),
+];
+
+/// keepalived's own numbers for its states (`vrrp.h`), as keepalived-exporter
+/// reports them; -1 for a state word we do not know.
+pub fn state_number(state: &str) -> f64 {
+    match state {
+        "INIT" => 0.0,
+        "BACKUP" => 1.0,
+        "MASTER" => 2.0,
+        "FAULT" => 3.0,
+        "DELETED" => 97.0,
+        "STOP" => 98.0,
+        _ => -1.0,
+    }
+}
+
+impl ClusterFacts {
+    /// From one cluster as `GET /api/v1/keepalived/clusters` shows it.
+    pub fn from_json(c: &Value) -> ClusterFacts {
+        let mut members = BTreeMap::new();
+        let mut masters = 0;
+        for m in c["members"].as_array().into_iter().flatten() {
+            let live = m["online"] == true && m["reporting"] == true;
+            let state = m["instance"]["state"].as_str().unwrap_or("UNKNOWN");
+            if live && state == "MASTER" {
+                masters += 1;
+            }
+            let label = if live { state } else { "OFFLINE" };
+            *members.entry(label.to_owned()).or_insert(0) += 1;
+        }
+        ClusterFacts {
+            site: c["site"].as_str().unwrap_or("").to_owned(),
+            vrid: c["vrid"].as_u64().unwrap_or(0),
+            network: strings(&c["networks"]).join(","),
+            health: c["health"].as_str().unwrap_or("unknown").to_owned(),
+            masters,
+            members,
+        }
+    }
+}
+
+impl ClientFacts {
+    /// From one client as `GET /api/v1/clients` shows it and its stored reading.
+    pub fn from_json(client: &Value, reading: Option<&Value>, now: DateTime<Utc>) -> ClientFacts {
+        let name = client["displayName"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .or_else(|| client["hostname"].as_str())
+            .unwrap_or("");
+        let online = client["status"] == "online";
+        let received = reading
+            .and_then(|r| r["receivedAt"].as_str())
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
+        let running = reading.is_some_and(|r| r["running"] == true);
+        let readable = running && reading.is_some_and(|r| r["error"].is_null());
+        let instances = match reading {
+            Some(r) if online && readable => r["instances"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(InstanceFacts::from_json)
+                .collect(),
+            _ => Vec::new(),
+        };
+        ClientFacts {
+            client_id: client["id"].as_str().unwrap_or("").to_owned(),
+            host: name.to_owned(),
+            site: client["site"].as_str().unwrap_or("").to_owned(),
+            online,
+            reading_age_seconds: received.map(|t| {
+                ((now - t.with_timezone(&Utc)).num_milliseconds() as f64 / 1000.0).max(0.0)
+            }),
+            keepalived_running: running,
+            instances,
+        }
+    }
+}
+
+impl InstanceFacts {
+    /// From one instance of a normalised reading.
+    pub fn from_json(i: &Value) -> InstanceFacts {
+        InstanceFacts {
+            name: i["name"].as_str().unwrap_or("").to_owned(),
+            interface: i["interface"].as_str().unwrap_or("").to_owned(),
+            vrid: i["vrid"].as_u64(),
+            state: i["state"].as_str().unwrap_or("UNKNOWN").to_owned(),
+            priority: i["priority"].as_u64(),
+            effective_priority: i["effectivePriority"].as_u64(),
+            vips: strings(&i["vips"]),
+            stats: i["stats"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
+                .collect(),
+        }
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// One metric family: written as HELP, TYPE and its samples, or not at all when
+/// it has no samples.
+struct Family {
+    name: &'static str,
+    help: &'static str,
+    kind: &'static str,
+    samples: Vec<(String, f64)>,
+}
+
+impl Family {
+    fn new(name: &'static str, kind: &'static str, help: &'static str) -> Family {
+        Family {
+            name,
+            help,
+            kind,
+            samples: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, labels: &[(&str, &str)], value: f64) {
+        self.samples.push((label_set(labels), value));
+    }
+
+    fn write(&self, out: &mut String) {
+        if self.samples.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "# HELP {} {}", self.name, self.help);
+        let _ = writeln!(out, "# TYPE {} {}", self.name, self.kind);
+        for (labels, value) in &self.samples {
+            let _ = writeln!(out, "{}{} {}", self.name, labels, number(*value));
+        }
+    }
+}
+
+fn label_set(labels: &[(&str, &str)]) -> String {
+    if labels.is_empty() {
+        return String::new();
+    }
+    let inner: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+        .collect();
+    format!("{{{}}}", inner.join(","))
+}
+
+/// Label values escape backslash, double quote and line feed (format 0.0.4).
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+/// A VIP as the reading gives it (`192.0.2.100/24`, or keepalived's JSON form
+/// `192.0.2.100/24 dev eth0 scope global`): (address without prefix, interface).
+fn split_vip<'a>(vip: &'a str, default_intf: &'a str) -> (&'a str, &'a str) {
+    let mut words = vip.split_whitespace();
+    let address = words.next().unwrap_or("");
+    let address = address.split('/').next().unwrap_or(address);
+    let mut intf = default_intf;
+    while let Some(w) = words.next() {
+        if w == "dev" {
+            intf = words.next().unwrap_or(default_intf);
+        }
+    }
+    (address, intf)
+}
+
+#[cfg(test)]
+pub(super) fn split_vip_for_tests<'a>(vip: &'a str, intf: &'a str) -> (&'a str, &'a str) {
+    split_vip(vip, intf)
+}
+
+/// The exposition text for one scrape.
+pub fn render(s: &Snapshot) -> String {
+    let mut health = Family::new("vrrp_cluster_health", "gauge", "1 for the cluster's current health, 0 for the others (ok, degraded, vip-mismatch, no-master, split-brain, unknown).");
+    let mut masters = Family::new(
+        "vrrp_cluster_masters",
+        "gauge",
+        "Live members of the cluster in MASTER.",
+    );
+    let mut members = Family::new("vrrp_cluster_members", "gauge", "Members of the cluster by state; members whose agent is offline or not reporting count as OFFLINE.");
+    for c in &s.clusters {
+        let vrid = c.vrid.to_string();
+        let base = [
+            ("site", c.site.as_str()),
+            ("vrid", &vrid),
+            ("network", &c.network),
+        ];
+        for h in HEALTHS {
+            let mut l = base.to_vec();
+            l.push(("health", h));
+            health.add(&l, if c.health == h { 1.0 } else { 0.0 });
+        }
+        masters.add(&base, c.masters as f64);
+        for (state, n) in &c.members {
+            let mut l = base.to_vec();
+            l.push(("state", state));
+            members.add(&l, *n as f64);
+        }
+    }
+
+    let mut up = Family::new(
+        "vrrp_agent_up",
+        "gauge",
+        "1 while the host's agent is connected.",
+    );
+    let mut age = Family::new(
+        "vrrp_agent_reading_age_seconds",
+        "gauge",
+        "Seconds since the host's last reading was received.",
+    );
+    let mut running = Family::new(
+        "vrrp_keepalived_running",
+        "gauge",
+        "1 when the host's last reading found keepalived running.",
+    );
+    let mut ka_up = Family::new("keepalived_up", "gauge", "keepalived-exporter's keepalived_up: 1 when the host's agent is connected and its last reading found keepalived readable.");
+    let mut state = Family::new("keepalived_vrrp_state", "gauge", "State of the VRRP instance (0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT, 97 DELETED, 98 STOP, -1 unknown), one series per VIP.");
+    let mut priority = Family::new(
+        "vrrp_instance_priority",
+        "gauge",
+        "Configured priority of the VRRP instance.",
+    );
+    let mut effective = Family::new(
+        "vrrp_instance_effective_priority",
+        "gauge",
+        "Effective priority of the VRRP instance (after track scripts and interfaces).",
+    );
+    let mut counters: Vec<Family> = INSTANCE_COUNTERS
+        .iter()
+        .map(|(_, name, help)| Family::new(name, "counter", help))
+        .collect();
+    for c in &s.clients {
+        let base = [
+            ("client_id", c.client_id.as_str()),
+            ("host", &c.host),
+            ("site", &c.site),
+        ];
+        up.add(&base, if c.online { 1.0 } else { 0.0 });
+        if let Some(a) = c.reading_age_seconds {
+            age.add(&base, a);
+        }
+        running.add(&base, if c.keepalived_running { 1.0 } else { 0.0 });
+        let readable = c.online && c.keepalived_running;
+        ka_up.add(&[("host", &c.host)], if readable { 1.0 } else { 0.0 });
+        for i in &c.instances {
+            let vrid = i.vrid.map(|v| v.to_string()).unwrap_or_default();
+            let common = [
+                ("host", c.host.as_str()),
+                ("iname", &i.name),
+                ("intf", &i.interface),
+                ("vrid", &vrid),
+            ];
+            let value = state_number(&i.state);
+            if i.vips.is_empty() {
+                let mut l = common.to_vec();
+                l.push(("ip_address", ""));
+                state.add(&l, value);
+            }
+            for vip in &i.vips {
+                let (address, intf) = split_vip(vip, &i.interface);
+                state.add(
+                    &[
+                        ("host", &c.host),
+                        ("iname", &i.name),
+                        ("intf", intf),
+                        ("vrid", &vrid),
+                        ("ip_address", address),
+                    ],
+                    value,
+                );
+            }
+            if let Some(p) = i.priority {
+                priority.add(&common, p as f64);
+            }
+            if let Some(p) = i.effective_priority {
+                effective.add(&common, p as f64);
+            }
+            for (family, (key, _, _)) in counters.iter_mut().zip(INSTANCE_COUNTERS.iter()) {
+                if let Some(n) = i.stats.get(*key) {
+                    family.add(&common, *n as f64);
+                }
+            }
+        }
+    }
+
+    let mut incidents = Family::new(
+        "vrrp_incidents_open",
+        "gauge",
+        "Clusters with an open incident.",
+    );
+    incidents.add(&[], s.incidents_open as f64);
+    let mut activity = Family::new(
+        "vrrp_activity_events_total",
+        "counter",
+        "Activity events stored since the server started.",
+    );
+    for ((kind, level), n) in &s.activity {
+        activity.add(&[("kind", kind), ("level", level)], *n as f64);
+    }
+    let mut webhooks = Family::new(
+        "vrrp_webhook_deliveries_total",
+        "counter",
+        "Webhook deliveries since the server started, by outcome (delivered, failed, dropped).",
+    );
+    for ((hook, outcome), n) in &s.webhooks {
+        webhooks.add(&[("webhook", hook), ("outcome", outcome)], *n as f64);
+    }
+    let mut rss = Family::new(
+        "process_resident_memory_bytes",
+        "gauge",
+        "Resident memory size in bytes.",
+    );
+    let mut threads = Family::new("process_threads", "gauge", "Threads of the server process.");
+    let mut fds = Family::new("process_open_fds", "gauge", "Open file descriptors.");
+    let mut max_fds = Family::new(
+        "process_max_fds",
+        "gauge",
+        "Limit on open file descriptors.",
+    );
+    if let Some(p) = &s.process {
+        rss.add(&[], p.resident_memory_bytes as f64);
+        threads.add(&[], p.threads as f64);
+        fds.add(&[], p.open_fds as f64);
+        if let Some(m) = p.max_fds {
+            max_fds.add(&[], m as f64);
+        }
+    }
+
+    let mut out = String::new();
+    let families = [
+        health, masters, members, up, age, running, ka_up, state, priority, effective,
+    ]
+    .into_iter()
+    .chain(counters)
+    .chain([incidents, activity, webhooks, rss, threads, fds, max_fds]);
+    for f in families {
+        f.write(&mut out);
+    }
+    out
+}
