@@ -12,6 +12,7 @@ mod oidc;
 mod metrics;
 mod outbound;
 mod settings;
+mod threads;
 mod timing;
 mod users;
 mod webhooks;

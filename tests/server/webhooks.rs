@@ -113,18 +113,18 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// One request as the receiver saw it: method, URL, headers (lower-case), JSON body.
-type Received = (String, String, Vec<(String, String)>, serde_json::Value);
+pub(crate) type Received = (String, String, Vec<(String, String)>, serde_json::Value);
 
 /// A real HTTP receiver: records every request and answers with the next scripted
 /// status (the last one repeats); `None` means never answering (the caller times out).
-struct Receiver {
+pub(crate) struct Receiver {
     port: u16,
     got: mpsc::Receiver<Received>,
     _stop: mpsc::Sender<()>,
 }
 
 impl Receiver {
-    fn start(script: Vec<Option<u16>>) -> Receiver {
+    pub(crate) fn start(script: Vec<Option<u16>>) -> Receiver {
         let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
         let port = server.server_addr().to_ip().unwrap().port();
         let (tx, got) = mpsc::channel();
@@ -180,22 +180,22 @@ impl Receiver {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
-    fn next(&self, within: Duration) -> Option<Received> {
+    pub(crate) fn next(&self, within: Duration) -> Option<Received> {
         self.got.recv_timeout(within).ok()
     }
 }
 
-fn create_hook(server: &Server, admin: &str, body: serde_json::Value) -> String {
+pub(crate) fn create_hook(server: &Server, admin: &str, body: serde_json::Value) -> String {
     let a = server.post("/api/v1/webhooks", Auth::Cookie(admin), &body.to_string());
     assert_eq!(a.status, 201, "{:?}", a.body);
     a.body["id"].as_str().unwrap().to_owned()
 }
 
-fn event(id: &str, kind: &str, level: &str) -> serde_json::Value {
+pub(crate) fn event(id: &str, kind: &str, level: &str) -> serde_json::Value {
     json!({ "id": id, "occurredAt": chrono::Utc::now().to_rfc3339(), "kind": kind, "level": level, "subject": { "instanceName": "VI_1", "vrid": 51 }, "data": { "from": "MASTER", "to": "BACKUP" } })
 }
 
