@@ -5,7 +5,7 @@
 # lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests,
 # Node.js and npm for the OIDC tests' identity provider, chromium and
 # chromium-driver for the dashboard's browser tests (tests/browser), prometheus
-# (with promtool) for the metrics tests.
+# (with promtool) for the metrics tests, binutils and systemd for the tarball test.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
 set -euo pipefail
 
@@ -18,6 +18,9 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
+# The tarball test: objdump (scripts/package) and systemd-analyze (the units).
+command -v objdump >/dev/null 2>&1 || missing+=(binutils)
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)

@@ -46,6 +46,9 @@ impl std::fmt::Display for FatalError {
     }
 }
 
+/// The database file in the data directory.
+pub const DB_FILE: &str = "vrrp-monitor.db";
+
 /// The binary's entry point; returns the exit code.
 pub fn main() -> i32 {
     // Everything the server writes (database, config, password file) is private.
@@ -127,7 +130,7 @@ pub fn run(
     clock: SharedClock,
     shutdown: Shutdown,
 ) -> Result<(), FatalError> {
-    let db_path = config.data_dir.join("vrrp-monitor.db");
+    let db_path = config.data_dir.join(DB_FILE);
     let (db, _writer) = Db::open(&db_path, &iso(clock.now()))
         .map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
 
@@ -324,6 +327,28 @@ fn bootstrap_admin(
                 println!("\n  First-run administrator: {username}\n  Password:                {password}\n");
             }
             Ok(Some((id, path)))
+        }
+    }
+}
+
+/// `vrrp-monitor backup <file>`: copies the database of the data directory the
+/// environment names (as the server finds it) to `file`; returns the exit code.
+pub fn backup(file: &std::path::Path) -> i32 {
+    nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
+    let env = Env::from_process();
+    let source = config::data_dir(&env).join(DB_FILE);
+    match crate::db::backup(&source, file) {
+        Ok(bytes) => {
+            println!(
+                "Backed up {} to {} ({bytes} bytes)",
+                source.display(),
+                file.display()
+            );
+            0
+        }
+        Err(e) => {
+            eprintln!("vrrp-monitor backup: {e}");
+            1
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod activity;
 pub mod agents;
 pub mod app;
 pub mod auth;
+pub mod cli;
 pub mod clock;
 pub mod clusters;
 pub mod config;

@@ -4,6 +4,7 @@
 //! into activity events kept in a durable queue, and serves a small local web server.
 //! See "The agent" in ARCHITECTURE.md for threads, channels and who owns what.
 
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod connection;

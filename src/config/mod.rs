@@ -678,6 +678,8 @@ fn first_run_file(jwt_secret: &str, secret_key: &str) -> String {
          \x20 trusted_proxies: []\n\
          \x20 # IPv4 addresses or CIDR networks agents may connect from; empty allows all.\n\
          \x20 allowed_networks: []\n\
+         \x20 # IPv4 addresses or CIDR networks that may read GET /metrics; empty allows all.\n\
+         \x20 metrics_allowed_networks: []\n\
          \x20 allow_self_signed_agent_certificates: false\n\
          oidc:\n\
          \x20 enabled: false\n\

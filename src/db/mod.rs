@@ -5,7 +5,10 @@
 //! transaction (each job inside its own savepoint, so one failing job does not
 //! undo the others) and answers each caller after the commit.
 
+mod backup;
 pub mod migrations;
+
+pub use backup::backup;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use parking_lot::Mutex;

@@ -642,3 +642,12 @@ impl Server {
         std::mem::replace(&mut self.launch, Launch::new())
     }
 }
+
+/// An ACTIVITY payload with one `test.load` event per id.
+pub fn event_batch(ids: &[String]) -> Value {
+    let events: Vec<Value> = ids
+        .iter()
+        .map(|id| serde_json::json!({ "id": id, "occurredAt": "2026-11-21T08:00:00.000Z", "kind": "test.load", "level": "info", "subject": {}, "data": {} }))
+        .collect();
+    serde_json::json!({ "events": events })
+}

@@ -4,6 +4,7 @@ mod harness;
 
 mod agents;
 mod auth;
+mod backup;
 mod config;
 mod dashboard;
 mod first_sighting;
@@ -11,6 +12,7 @@ mod http;
 mod oidc;
 mod metrics;
 mod outbound;
+mod package;
 mod settings;
 mod threads;
 mod timing;
