@@ -21,6 +21,8 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # The tarball test: objdump (scripts/package) and systemd-analyze (the units).
 command -v objdump >/dev/null 2>&1 || missing+=(binutils)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+# scripts/demo's dashboard forwarder.
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
