@@ -142,17 +142,23 @@ fn every_thread_of_a_busy_server_is_in_the_thread_map() {
     );
     assert!(names.iter().any(|n| n == "sched:token-cle"), "{names:?}");
 
-    // The delivery was counted for /metrics.
-    let text = server
-        .http
-        .get(&server.url("/metrics"))
-        .call()
-        .unwrap()
-        .body_mut()
-        .read_to_string()
-        .unwrap();
-    assert!(
-        text.contains(r#"vrrp_webhook_deliveries_total{webhook="chat",outcome="delivered"} 1"#),
-        "{text}"
-    );
+    // The delivery is counted for /metrics once the webhook thread has the
+    // receiver's answer (just after the receiver saw the request).
+    let counted = r#"vrrp_webhook_deliveries_total{webhook="chat",outcome="delivered"} 1"#;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let text = server
+            .http
+            .get(&server.url("/metrics"))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_string()
+            .unwrap();
+        if text.contains(counted) || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(text.contains(counted), "{text}");
 }
