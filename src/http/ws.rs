@@ -156,26 +156,33 @@ impl WsSocket {
         let _ = poll(&mut fds, PollTimeout::from(ms));
     }
 
+    /// The next message the peer sent, `None` when nothing more can be read now.
+    fn read_one(&mut self) -> Option<Received> {
+        loop {
+            return match self.ws.read() {
+                Ok(Message::Text(t)) => Some(Received::Text(t.as_str().to_owned())),
+                Ok(Message::Pong(_)) => Some(Received::Pong),
+                Ok(Message::Close(_)) => Some(Received::Closed),
+                // Pings are answered by tungstenite on the next write or flush;
+                // binary frames mean nothing here.
+                Ok(_) => continue,
+                Err(e) if would_block(&e) => None,
+                Err(_) => Some(Received::Closed),
+            };
+        }
+    }
+
     /// Everything the peer sent that can be read now.
     fn receive(&mut self) -> Vec<Received> {
         let mut out = Vec::new();
-        loop {
-            match self.ws.read() {
-                Ok(Message::Text(t)) => out.push(Received::Text(t.as_str().to_owned())),
-                Ok(Message::Pong(_)) => out.push(Received::Pong),
-                Ok(Message::Close(_)) => {
-                    out.push(Received::Closed);
-                    return out;
-                }
-                // Pings are answered by tungstenite on the next write or flush.
-                Ok(_) => {}
-                Err(e) if would_block(&e) => return out,
-                Err(_) => {
-                    out.push(Received::Closed);
-                    return out;
-                }
+        while let Some(received) = self.read_one() {
+            let closed = received == Received::Closed;
+            out.push(received);
+            if closed {
+                break;
             }
         }
+        out
     }
 
     /// Waits up to `timeout` for one message, before any session loop runs
@@ -186,17 +193,7 @@ impl WsSocket {
         let mut fds = [PollFd::new(sock, PollFlags::POLLIN)];
         let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
         let _ = poll(&mut fds, PollTimeout::from(ms));
-        loop {
-            return match self.ws.read() {
-                Ok(Message::Text(t)) => Some(Received::Text(t.as_str().to_owned())),
-                Ok(Message::Pong(_)) => Some(Received::Pong),
-                Ok(Message::Close(_)) => Some(Received::Closed),
-                // A ping (answered on the next write) or a binary frame: read on.
-                Ok(_) => continue,
-                Err(e) if would_block(&e) => None,
-                Err(_) => Some(Received::Closed),
-            };
-        }
+        self.read_one()
     }
 
     fn write(&mut self, msg: Message) -> Result<(), Gone> {
