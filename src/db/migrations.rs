@@ -81,6 +81,10 @@ pub fn apply(conn: &mut Connection, now: &str) -> Result<Vec<&'static str>, Migr
         tx.commit().map_err(wrap(name))?;
         applied.push(name);
     }
+    // Marks the file as ours for the start-up check (and `file(1)`); databases made
+    // before the mark get it here.
+    conn.pragma_update(None, "application_id", super::check::APPLICATION_ID)
+        .map_err(wrap("application_id"))?;
     Ok(applied)
 }
 

@@ -6,6 +6,7 @@
 //! undo the others) and answers each caller after the commit.
 
 mod backup;
+pub mod check;
 pub mod migrations;
 
 pub use backup::backup;
@@ -61,6 +62,8 @@ impl Db {
     /// Opens (creating if needed) the database, applies migrations and starts the
     /// writer thread.
     pub fn open(path: &Path, now: &str) -> Result<(Db, JoinHandle<()>), OpenError> {
+        check::existing_file(path, migrations::MIGRATIONS.len() as i64)
+            .map_err(OpenError::Refused)?;
         let mut conn = Connection::open(path).map_err(OpenError::Open)?;
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
@@ -171,6 +174,8 @@ fn commit_error(why: String) -> DbError {
 
 #[derive(Debug)]
 pub enum OpenError {
+    /// The file exists but is not one we may open for writing.
+    Refused(check::Refusal),
     Open(rusqlite::Error),
     Migration(migrations::MigrationError),
     Thread(std::io::Error),
@@ -179,6 +184,7 @@ pub enum OpenError {
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            OpenError::Refused(why) => write!(f, "{why}"),
             OpenError::Open(e) => write!(f, "cannot open the database: {e}"),
             OpenError::Migration(e) => write!(f, "{e}"),
             OpenError::Thread(e) => write!(f, "cannot start the database writer: {e}"),

@@ -212,10 +212,92 @@ fn a_failed_migration_ends_the_start() {
     let launch = Launch::new();
     std::fs::create_dir_all(launch.data_dir()).unwrap();
     let conn = rusqlite::Connection::open(launch.data_dir().join("vrrp-monitor.db")).unwrap();
-    conn.execute_batch("CREATE TABLE users (something_else TEXT)")
-        .unwrap();
+    // Ours (the first migration is recorded) but with a table in the way of the second.
+    conn.execute_batch(
+        "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL);
+         INSERT INTO schema_migrations VALUES (1, '0001_users.sql', 't');
+         CREATE TABLE clients (something_else TEXT);",
+    )
+    .unwrap();
     drop(conn);
-    assert_start_fails(launch, "0001_users.sql");
+    assert_start_fails(launch, "0002_agents.sql");
+}
+
+fn sha256_of(path: &std::path::Path) -> Vec<u8> {
+    use sha2::Digest;
+    sha2::Sha256::digest(std::fs::read(path).unwrap()).to_vec()
+}
+
+/// A database file we must not write to: one fatal line naming the file and the
+/// way out, exit 1, and the file byte for byte as it was (no journal, no WAL).
+fn assert_refused_untouched(launch: Launch, prepare: impl FnOnce(&std::path::Path), says: &str) {
+    std::fs::create_dir_all(launch.data_dir()).unwrap();
+    let db = launch.data_dir().join("vrrp-monitor.db");
+    prepare(&db);
+    let before = sha256_of(&db);
+    let (status, lines) = launch.run_to_exit();
+    assert_eq!(status.code(), Some(1), "exit code; log: {lines:?}");
+    let fatal = fatal_lines(&lines);
+    assert_eq!(fatal.len(), 1, "one fatal line: {lines:?}");
+    assert!(
+        fatal[0].contains(&db.display().to_string()),
+        "names the file: {}",
+        fatal[0]
+    );
+    assert!(fatal[0].contains(says), "says {says:?}: {}", fatal[0]);
+    assert!(fatal[0].contains("left untouched"), "{}", fatal[0]);
+    assert_eq!(sha256_of(&db), before, "the file is unchanged");
+    for side in ["vrrp-monitor.db-wal", "vrrp-monitor.db-journal"] {
+        assert!(!launch.data_dir().join(side).exists(), "{side} was created");
+    }
+}
+
+#[test]
+fn a_corrupt_database_file_ends_the_start_and_is_left_untouched() {
+    assert_refused_untouched(
+        Launch::new(),
+        |db| std::fs::write(db, vec![0x42u8; 16384]).unwrap(),
+        "Restore a backup",
+    );
+}
+
+#[test]
+fn a_damaged_page_in_our_database_ends_the_start() {
+    assert_refused_untouched(
+        Launch::new(),
+        |db| {
+            let mut conn = rusqlite::Connection::open(db).unwrap();
+            vrrp_monitor::db::migrations::apply(&mut conn, "t").unwrap();
+            conn.execute_batch("PRAGMA journal_mode = DELETE; CREATE TABLE filler (x BLOB)")
+                .unwrap();
+            for _ in 0..40 {
+                conn.execute("INSERT INTO filler VALUES (randomblob(3000))", [])
+                    .unwrap();
+            }
+            drop(conn);
+            // Overwrite the middle of the file: b-tree pages, not the header.
+            let mut bytes = std::fs::read(db).unwrap();
+            let middle = bytes.len() / 2;
+            for b in &mut bytes[middle..middle + 8192] {
+                *b = 0xff;
+            }
+            std::fs::write(db, bytes).unwrap();
+        },
+        "damaged",
+    );
+}
+
+#[test]
+fn another_programs_database_ends_the_start_and_is_left_untouched() {
+    assert_refused_untouched(
+        Launch::new(),
+        |db| {
+            let conn = rusqlite::Connection::open(db).unwrap();
+            conn.execute_batch("CREATE TABLE moz_places (id INTEGER, url TEXT)")
+                .unwrap();
+        },
+        "not a vrrp-monitor database",
+    );
 }
 
 #[test]
