@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Issue 19, fault 1: the server killed with SIGKILL at random moments during
+# ingest, ROUNDS times (default 100). Prints how many acknowledged events were
+# stored, missing or stored twice, the unclean starts, and the integrity checks.
+# Usage: scripts/fault-kill-server.sh [ROUNDS]   (VRRP_KILL9_SEED=n repeats a run)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+rounds="${1:-100}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+start=$(date +%s)
+VRRP_KILL9_ROUNDS="$rounds" \
+  cargo test -q -p vrrp-monitor --test server kill9:: -- --nocapture >"$log" 2>&1
+status=$?
+grep -E '^kill9:|test result|panicked' "$log"
+echo "elapsed: $(( $(date +%s) - start )) s (exit $status)"
+exit $status
