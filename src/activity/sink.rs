@@ -76,7 +76,7 @@ impl ActivitySink {
                 true
             }
             Err(e) => {
-                log::error!("Cannot store activity: {e}");
+                e.log_write_failure(format_args!("Cannot store activity"));
                 false
             }
         }

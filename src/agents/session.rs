@@ -202,7 +202,7 @@ pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: &Value) {
                 .broadcast(envelope_of("KEEPALIVED_STATE_UPDATE", &stored));
         }
         Ok(None) => {}
-        Err(e) => log::error!("Cannot store the reading of {}: {e}", client.id),
+        Err(e) => e.log_write_failure(format_args!("Cannot store the reading of {}", client.id)),
     }
 }
 

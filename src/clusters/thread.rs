@@ -421,7 +421,7 @@ impl Runner {
                 Ok::<_, DbError>(())
             });
             if let Err(e) = saved {
-                log::error!("Cannot store the confirmed cluster states: {e}");
+                e.log_write_failure(format_args!("Cannot store the confirmed cluster states"));
             }
         }
         let retry_at = retry.then(|| now + Duration::seconds(RETRY_SECS));

@@ -20,6 +20,9 @@ use std::thread::JoinHandle;
 #[derive(Debug)]
 pub enum DbError {
     Sqlite(rusqlite::Error),
+    /// The disk holding the database is full: nothing was written. The writer logs
+    /// the streak once; callers refuse the write without logging it again.
+    StorageFull,
     /// The writer thread is gone (the server is stopping).
     WriterGone,
 }
@@ -28,6 +31,7 @@ impl std::fmt::Display for DbError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             DbError::Sqlite(e) => write!(f, "database error: {e}"),
+            DbError::StorageFull => write!(f, "the disk holding the database is full"),
             DbError::WriterGone => write!(f, "database writer has stopped"),
         }
     }
@@ -37,15 +41,50 @@ impl std::error::Error for DbError {}
 
 impl From<rusqlite::Error> for DbError {
     fn from(e: rusqlite::Error) -> Self {
-        DbError::Sqlite(e)
+        if is_disk_full(&e) {
+            DbError::StorageFull
+        } else {
+            DbError::Sqlite(e)
+        }
+    }
+}
+
+impl DbError {
+    /// Logs a failed write with `context`, unless the disk is full: that is logged
+    /// once per streak by the writer, not once per refused write.
+    pub fn log_write_failure(&self, context: std::fmt::Arguments<'_>) {
+        match self {
+            DbError::StorageFull => log::debug!("{context}: {self}"),
+            _ => log::error!("{context}: {self}"),
+        }
+    }
+}
+
+fn is_disk_full(e: &rusqlite::Error) -> bool {
+    e.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+}
+
+/// Why a batch's transaction did not commit, as every job of it is told.
+#[derive(Clone, Debug)]
+struct CommitFailure {
+    storage_full: bool,
+    text: String,
+}
+
+impl CommitFailure {
+    fn of(e: &rusqlite::Error) -> CommitFailure {
+        CommitFailure {
+            storage_full: is_disk_full(e),
+            text: e.to_string(),
+        }
     }
 }
 
 /// What the writer does with a job once the transaction committed or failed.
-type Completion = Box<dyn FnOnce(Result<(), String>) + Send>;
+type Completion = Box<dyn FnOnce(Result<(), CommitFailure>) + Send>;
 /// A write: runs on the writer's connection (or, when no transaction could be
 /// begun, is told why without running) and says whether it succeeded.
-type WriteJob = Box<dyn FnOnce(Result<&Connection, String>) -> (bool, Completion) + Send>;
+type WriteJob = Box<dyn FnOnce(Result<&Connection, CommitFailure>) -> (bool, Completion) + Send>;
 
 /// Most jobs batched into one transaction.
 const MAX_BATCH: usize = 256;
@@ -165,10 +204,13 @@ impl Db {
     }
 }
 
-fn commit_error(why: String) -> DbError {
+fn commit_error(why: CommitFailure) -> DbError {
+    if why.storage_full {
+        return DbError::StorageFull;
+    }
     DbError::Sqlite(rusqlite::Error::SqliteFailure(
         rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_ERROR),
-        Some(why),
+        Some(why.text),
     ))
 }
 
@@ -193,6 +235,7 @@ impl std::fmt::Display for OpenError {
 }
 
 fn run_writer(conn: Connection, inbox: Receiver<WriteJob>) {
+    let mut full = FullDiskStreak::default();
     while let Ok(first) = inbox.recv() {
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
@@ -203,30 +246,80 @@ fn run_writer(conn: Connection, inbox: Receiver<WriteJob>) {
         }
         let mut completions = Vec::with_capacity(jobs.len());
         if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            log::error!("Cannot begin a database transaction: {e}");
+            let failure = CommitFailure::of(&e);
+            if !full.failed(&failure, jobs.len()) {
+                log::error!("Cannot begin a database transaction: {e}");
+            }
             for job in jobs {
-                let (_, completion) = job(Err(e.to_string()));
-                completion(Err(e.to_string()));
+                let (_, completion) = job(Err(failure.clone()));
+                completion(Err(failure.clone()));
             }
             continue;
         }
+        let mut wrote = false;
+        let batch = jobs.len();
         for job in jobs {
             let _ = conn.execute_batch("SAVEPOINT job");
             let (ok, completion) = job(Ok(&conn));
             if ok {
                 let _ = conn.execute_batch("RELEASE job");
+                wrote = true;
             } else {
                 let _ = conn.execute_batch("ROLLBACK TO job; RELEASE job");
             }
             completions.push(completion);
         }
         let commit = conn.execute_batch("COMMIT").map_err(|e| {
-            log::error!("Database commit failed: {e}");
+            let failure = CommitFailure::of(&e);
+            if !full.failed(&failure, batch) {
+                log::error!("Database commit failed: {e}");
+            }
             let _ = conn.execute_batch("ROLLBACK");
-            e.to_string()
+            failure
         });
+        if commit.is_ok() && wrote {
+            full.committed();
+        }
         for completion in completions {
             completion(commit.clone());
+        }
+    }
+}
+
+/// A run of commits refused because the disk is full: one line when it starts and
+/// one when a write lands again, however many writes were refused between.
+#[derive(Default)]
+struct FullDiskStreak {
+    since: Option<(std::time::Instant, u64)>,
+}
+
+impl FullDiskStreak {
+    /// Counts a failed batch; false when the failure is not a full disk (the caller
+    /// logs it as usual).
+    fn failed(&mut self, failure: &CommitFailure, jobs: usize) -> bool {
+        if !failure.storage_full {
+            return false;
+        }
+        match &mut self.since {
+            Some((_, refused)) => *refused += jobs as u64,
+            None => {
+                log::error!(
+                    "Database writes fail: the disk holding the data directory is full. \
+                     Reads go on; writes are answered 503 and agents' events are not \
+                     acknowledged (they offer them again) until space is freed"
+                );
+                self.since = Some((std::time::Instant::now(), jobs as u64));
+            }
+        }
+        true
+    }
+
+    fn committed(&mut self) {
+        if let Some((since, refused)) = self.since.take() {
+            log::warn!(
+                "Database writes work again after the disk was full for {} s ({refused} writes refused)",
+                since.elapsed().as_secs()
+            );
         }
     }
 }

@@ -95,6 +95,13 @@ impl ApiError {
 
 impl From<crate::db::DbError> for ApiError {
     fn from(e: crate::db::DbError) -> Self {
+        if let crate::db::DbError::StorageFull = e {
+            // The writer logs the streak once; each refused request is not news.
+            return ApiError::new(
+                503,
+                "Storage full: the server cannot save changes until space is freed on the disk holding its data directory",
+            );
+        }
         log::error!("{e}");
         ApiError::internal()
     }

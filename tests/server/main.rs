@@ -8,6 +8,7 @@ mod backup;
 mod config;
 mod dashboard;
 mod first_sighting;
+mod full_disk;
 mod http;
 mod kill9;
 mod metrics;
