@@ -245,6 +245,8 @@ pub fn main() -> i32 {
                 hostname: hostname(),
                 version: VERSION.to_string(),
                 clock: Arc::new(SystemClock),
+                queue: queue.clone(),
+                save_status: persist.save_status(),
             },
             bind,
             tls,

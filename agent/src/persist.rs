@@ -25,6 +25,21 @@ pub struct PersistHandle {
     tx: Sender<PersistMsg>,
     baseline: Arc<Mutex<Option<Baseline>>>,
     baseline_dirty: Arc<AtomicBool>,
+    failing: SaveStatus,
+}
+
+/// Whether the data directory takes our writes; shown on the status page.
+pub type SaveStatus = Arc<Mutex<Option<SaveFailure>>>;
+
+/// A run of failed writes (a full or read-only disk): the queue lives in memory
+/// meanwhile and is written at the first write that works again.
+#[derive(Clone, Debug)]
+pub struct SaveFailure {
+    /// When the run started (ISO 8601), for the status page.
+    pub since: String,
+    pub error: String,
+    started: Instant,
+    failed_writes: u64,
 }
 
 impl PersistHandle {
@@ -39,6 +54,16 @@ impl PersistHandle {
     pub fn flush(&self, timeout: Duration) -> bool {
         let (tx, rx) = crossbeam_channel::bounded(1);
         self.tx.send(PersistMsg::Flush(tx)).is_ok() && rx.recv_timeout(timeout).is_ok()
+    }
+
+    /// The current run of failed writes, if any.
+    pub fn save_status(&self) -> SaveStatus {
+        self.failing.clone()
+    }
+
+    /// Whether writes to the data directory fail at the moment.
+    pub fn is_failing(&self) -> bool {
+        self.failing.lock().is_some()
     }
 
     /// Flushes and stops the thread.
@@ -64,6 +89,7 @@ pub fn spawn(
         tx,
         baseline: Arc::new(Mutex::new(None)),
         baseline_dirty: Arc::new(AtomicBool::new(false)),
+        failing: Arc::new(Mutex::new(None)),
     };
     let writer = Writer {
         dir,
@@ -131,7 +157,10 @@ impl Writer {
             let events = self.queue.snapshot_for_write();
             if let Err(e) = self.dir.save_queue(&events) {
                 // Keep the baseline back too, so nothing is lost: retry within a second.
-                log::error!("cannot write the activity queue: {e}");
+                self.failed(
+                    format!("cannot write the activity queue: {e}"),
+                    events.len(),
+                );
                 self.queue.mark_unsaved();
                 self.queue_dirty = true;
                 self.coalescer.mark_dirty(Instant::now());
@@ -142,10 +171,46 @@ impl Writer {
             let b = self.handle.baseline.lock().clone();
             if let Some(b) = b {
                 if let Err(e) = self.dir.save_baseline(&b) {
-                    log::error!("cannot write the last reading: {e}");
+                    self.failed(
+                        format!("cannot write the last reading: {e}"),
+                        self.queue.len(),
+                    );
                     self.handle.baseline_dirty.store(true, Ordering::SeqCst);
                     self.coalescer.mark_dirty(Instant::now());
+                    return;
                 }
+            }
+        }
+        if let Some(run) = self.handle.failing.lock().take() {
+            log::warn!(
+                "The data directory takes writes again after {} s ({} failed writes); the activity queue is on disk",
+                run.started.elapsed().as_secs(),
+                run.failed_writes
+            );
+        }
+    }
+
+    /// One line per run of failures, not one per retry.
+    fn failed(&self, error: String, queued: usize) {
+        let mut failing = self.handle.failing.lock();
+        match failing.as_mut() {
+            Some(run) => {
+                run.failed_writes += 1;
+                run.error = error;
+            }
+            None => {
+                log::error!(
+                    "{error}. The {queued} queued events are kept in memory (at most {}) and still \
+                     sent to the server; they would be lost if the agent stopped before the directory \
+                     can be written again. Retrying every second",
+                    crate::queue::MAX_EVENTS
+                );
+                *failing = Some(SaveFailure {
+                    since: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                    error,
+                    started: Instant::now(),
+                    failed_writes: 1,
+                });
             }
         }
     }

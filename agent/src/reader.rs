@@ -254,7 +254,7 @@ impl Reader {
             // (with that reading's baseline) first, so a crash can only ever lose the
             // events of this one reading, which a restart derives again with the same ids
             // from the baseline on disk. Only bursts of changes pay for this write.
-            if !self.persist.flush(Duration::from_secs(5)) {
+            if !self.persist.flush(Duration::from_secs(5)) && !self.persist.is_failing() {
                 log::error!("pending activity could not be written before new events");
             }
         }

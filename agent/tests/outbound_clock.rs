@@ -126,6 +126,11 @@ impl Rig {
                 hostname: "clock-host".into(),
                 version: "9.9.9-test".into(),
                 clock: clock.clone(),
+                queue: vrrp_agent::queue::ActivityQueue::new(
+                    Queue::default(),
+                    vrrp_agent::persist::channel().0,
+                ),
+                save_status: Arc::new(Mutex::new(None)),
             },
             &web::Bind::LoopbackOnly(port),
             None,

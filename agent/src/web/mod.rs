@@ -110,6 +110,9 @@ pub struct WebState {
     pub version: String,
     /// The registration timeout and the AUTH window of `/ws/agent` read this clock.
     pub clock: SharedClock,
+    /// Shown on the status page: how many events wait, and whether they are on disk.
+    pub queue: crate::queue::ActivityQueue,
+    pub save_status: crate::persist::SaveStatus,
 }
 
 pub struct WebHandle {
@@ -416,6 +419,18 @@ fn connect(state: &WebState) -> Reply {
     Reply::json(200, r.to_json())
 }
 
+/// The activity queue: events not yet acknowledged, and whether `queue.json` holds
+/// them (it does not while the data directory refuses writes, e.g. a full disk).
+fn queue_summary(state: &WebState) -> Value {
+    let failing = state.save_status.lock().clone();
+    json!({
+        "events": state.queue.len(),
+        "onDisk": failing.is_none(),
+        "writeError": failing.as_ref().map(|f| f.error.clone()),
+        "writeFailingSince": failing.map(|f| f.since),
+    })
+}
+
 fn connection_summary(state: &WebState) -> Value {
     let st = state.conn_status.read().clone();
     let next = st.next_attempt.map(|t| {
@@ -431,6 +446,7 @@ fn connection_summary(state: &WebState) -> Value {
         "lastError": st.last_error,
         "nextAttemptInMs": next,
         "connectedSince": st.connected_since,
+        "queue": queue_summary(state),
     })
 }
 
