@@ -8,7 +8,8 @@
 #
 # The file names carry the version, so the server may cache them for a year.
 # To upgrade a package: change its version below, run with --write, update the
-# import map in static/index.html, review the diff.
+# import map in static/index.html (and the stylesheet link for uPlot's CSS),
+# review the diff.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,9 @@ FILES=(
   "@preact/signals@2.11.4 LICENSE signals-2.11.4.LICENSE"
   "@preact/signals-core@1.14.5 dist/signals-core.mjs signals-core-1.14.5.mjs"
   "@preact/signals-core@1.14.5 LICENSE signals-core-1.14.5.LICENSE"
+  "uplot@1.6.32 dist/uPlot.esm.js uPlot-1.6.32.esm.js"
+  "uplot@1.6.32 dist/uPlot.min.css uPlot-1.6.32.min.css"
+  "uplot@1.6.32 LICENSE uPlot-1.6.32.LICENSE"
 )
 
 write=false

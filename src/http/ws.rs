@@ -24,6 +24,9 @@ use tungstenite::{Message, WebSocket};
 pub const HEARTBEAT_SECS: i64 = 30;
 /// Longest single wait, so that a driven clock is looked at often enough.
 const MAX_WAIT: Duration = Duration::from_millis(500);
+/// Largest frame of a message sent with [`WsSocket::send_text_waiting`]: well
+/// under the 4 MiB write buffer, so a fragment always fits once it has drained.
+pub const FRAGMENT: usize = 256 * 1024;
 
 /// What a WebSocket runs over: tiny_http's upgraded stream (sockets agents and
 /// dashboards opened) or a stream we dialled (outbound agents).
@@ -228,6 +231,84 @@ impl WsSocket {
 
     pub fn send_text(&mut self, text: &str) -> Result<(), Gone> {
         self.write(Message::text(text))
+    }
+
+    /// Sends one text message of any size, waiting for the peer to take it
+    /// instead of counting a full write buffer as "not keeping up": for the
+    /// connect snapshot, whose activity list can be tens of MB while the write
+    /// buffer holds 4 MiB. Above [`FRAGMENT`] bytes it goes out as fragments
+    /// (one WebSocket message: continuation frames, RFC 6455 §5.4), so no frame
+    /// exceeds the buffer. A peer that cannot take a buffer's worth within the
+    /// heartbeat interval (by `clock`) is as gone as one that misses a pong.
+    pub fn send_text_waiting(&mut self, text: &str, clock: &SharedClock) -> Result<(), Gone> {
+        use tungstenite::protocol::frame::coding::{Data, OpCode};
+        use tungstenite::protocol::frame::Frame;
+        let mut start = 0;
+        loop {
+            let mut end = (start + FRAGMENT).min(text.len());
+            // Fragments of a text message may split a character; ours do not,
+            // so every frame is valid UTF-8 on its own.
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            let opcode = OpCode::Data(if start == 0 {
+                Data::Text
+            } else {
+                Data::Continue
+            });
+            let mut frame = Frame::message(
+                text.as_bytes()[start..end].to_vec(),
+                opcode,
+                end == text.len(),
+            );
+            loop {
+                match self.ws.write(Message::Frame(frame)) {
+                    Ok(()) => break,
+                    Err(e) if would_block(&e) => break, // queued; the socket takes it later
+                    Err(tungstenite::Error::WriteBufferFull(back)) => match *back {
+                        Message::Frame(f) => {
+                            frame = f;
+                            self.drain(clock)?;
+                        }
+                        _ => return Err(Gone),
+                    },
+                    Err(_) => return Err(Gone),
+                }
+            }
+            if end == text.len() {
+                break;
+            }
+            start = end;
+        }
+        self.flush()
+    }
+
+    /// Writes out the write buffer, waiting for the socket to accept it: until
+    /// empty, or gone when the peer has not taken it all within the heartbeat
+    /// interval (4 MiB in 30 s: a peer slower than that is not a dashboard).
+    fn drain(&mut self, clock: &SharedClock) -> Result<(), Gone> {
+        let deadline = clock.now() + ChronoDuration::seconds(HEARTBEAT_SECS);
+        loop {
+            match self.ws.flush() {
+                Ok(()) => {
+                    self.pending = false;
+                    return Ok(());
+                }
+                Err(e) if would_block(&e) => {}
+                Err(_) => return Err(Gone),
+            }
+            if clock.now() >= deadline {
+                log::warn!(
+                    "WebSocket of {} did not take a large message's next 4 MiB within {HEARTBEAT_SECS} s; dropping it",
+                    self.peer
+                );
+                return Err(Gone);
+            }
+            // SAFETY: the descriptor is open for as long as `self` holds the stream.
+            let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
+            let mut fds = [PollFd::new(sock, PollFlags::POLLOUT)];
+            let _ = poll(&mut fds, PollTimeout::from(MAX_WAIT.as_millis() as u16));
+        }
     }
 
     fn ping(&mut self) -> Result<(), Gone> {

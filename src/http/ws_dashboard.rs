@@ -7,7 +7,9 @@
 //! `?activity=<n>` (the dashboard's own choice, not in the spec) limits the
 //! activity list sent on connect to the newest `n` records: with 50,000 stored
 //! events the full list would hold up the first page load; the dashboard pages
-//! the rest over REST. Without it the whole list is sent, as the spec says.
+//! the rest over REST. Without it the whole list is sent, as the spec says,
+//! however large: the snapshot waits for the socket (in fragments) rather than
+//! dropping a reader whose list exceeds the write buffer.
 
 use super::conns::ConnTracker;
 use super::ws::{self, Flow, Session, WsSocket};
@@ -77,35 +79,66 @@ fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64, activity_limit: Opt
     // Subscribe before taking the snapshot: a broadcast in between waits in the
     // queue and goes out after it, so nothing is missed (an event may come twice).
     let subscription = app.hub.subscribe(user_id, outbox);
-    if send_snapshot(app, &mut socket, user_id, activity_limit).is_err() {
+    if let Err(failed) = send_snapshot(app, &mut socket, user_id, activity_limit) {
         app.hub.unsubscribe(subscription);
+        // A snapshot we could not build is said so: the dashboard reconnects.
+        if failed == SnapshotFailed::Unreadable {
+            socket.close(1011, "Internal error");
+        }
         return;
     }
     ws::run(socket, &inbox, &app.clock, &mut DashboardSession);
     app.hub.unsubscribe(subscription);
 }
 
+/// Why the connect snapshot did not go out.
+#[derive(Debug, PartialEq)]
+enum SnapshotFailed {
+    /// The socket is gone (closed, or not taking what we send).
+    Gone,
+    /// The database could not give the lists.
+    Unreadable,
+}
+
+impl From<ws::Gone> for SnapshotFailed {
+    fn from(_: ws::Gone) -> Self {
+        SnapshotFailed::Gone
+    }
+}
+
+/// The connect snapshot: the client list, every stored reading, the activity
+/// list. Sent whole however large (the activity list without `?activity=` is
+/// every stored event): each message waits for the socket rather than failing
+/// on the write buffer, and a list that cannot be read closes the socket (1011)
+/// instead of claiming an empty one.
 fn send_snapshot(
     app: &App,
     socket: &mut WsSocket,
     user_id: i64,
     activity_limit: Option<usize>,
-) -> Result<(), ws::Gone> {
+) -> Result<(), SnapshotFailed> {
     let clients = app.client_list().map_err(|e| {
         log::error!("{e}");
-        ws::Gone
+        SnapshotFailed::Unreadable
     })?;
-    socket.send_text(&envelope("CLIENTS_UPDATE", clients))?;
+    socket.send_text_waiting(&envelope("CLIENTS_UPDATE", clients), &app.clock)?;
     for reading in app.readings.list() {
-        socket.send_text(&envelope_of("KEEPALIVED_STATE_UPDATE", &reading))?;
+        socket.send_text_waiting(
+            &envelope_of("KEEPALIVED_STATE_UPDATE", &reading),
+            &app.clock,
+        )?;
     }
     let page = activity::Page {
         limit: activity_limit,
         ..Default::default()
     };
-    let mut list = activity::list_page(&app.db, user_id, &page, |_| true).unwrap_or_default();
+    let mut list = activity::list_page(&app.db, user_id, &page, |_| true).map_err(|e| {
+        log::error!("Cannot read the activity list for a dashboard: {e}");
+        SnapshotFailed::Unreadable
+    })?;
     activity::with_texts(&app.db, &mut list);
-    socket.send_text(&envelope("ACTIVITY_UPDATE", serde_json::Value::Array(list)))
+    let text = envelope("ACTIVITY_UPDATE", serde_json::Value::Array(list));
+    Ok(socket.send_text_waiting(&text, &app.clock)?)
 }
 
 /// Dashboards only listen; what they send is ignored.

@@ -1,8 +1,9 @@
 // Cluster detail: members, addresses a member lacks, keepalived counters side by
 // side, the cluster's own activity, and the timeline of who was master when
-// over the last 24 hours (from the stored cluster events; incidents shaded).
+// over the last 24 hours (from the stored cluster events, drawn by timeline.js).
 import { useEffect, useState } from 'preact/hooks';
-import { html, Health, Time, exact } from '../ui.js';
+import { html, Health } from '../ui.js';
+import { MasterTimeline, fromClusterEvents } from '../timeline.js';
 import * as S from '../state.js';
 import { get, query } from '../api.js';
 import { byPriority, explain, hostOf, MemberRow } from './clusters.js';
@@ -25,62 +26,16 @@ function useClusterEvents(key) {
   return events;
 }
 
-// Pure: the master segments and incident windows within [from, to] (ms).
-export function timelineOf(events, from, to) {
-  const withCluster = events.filter((e) => e.data && e.data.cluster)
-    .map((e) => ({ at: Date.parse(e.occurredAt), e }))
-    .filter((x) => !Number.isNaN(x.at))
-    .sort((a, b) => a.at - b.at);
-  const segments = [];
-  for (let i = 0; i < withCluster.length; i++) {
-    const start = withCluster[i].at;
-    const end = i + 1 < withCluster.length ? withCluster[i + 1].at : to;
-    if (end < from || start > to) continue;
-    const c = withCluster[i].e.data.cluster;
-    const masters = Array.isArray(c.masters) ? c.masters : (c.master ? [c.master] : []);
-    segments.push({ from: Math.max(start, from), to: Math.min(end, to), masters });
-  }
-  const incidents = new Map();
-  for (const { at, e } of withCluster) {
-    if (!e.kind.startsWith('vrrp.incident_') || !e.correlationId) continue;
-    const inc = incidents.get(e.correlationId) || { from: Date.parse(e.data.incident?.openedAt) || at, to: to, health: e.data.incident?.health };
-    if (e.kind === 'vrrp.incident_resolved') inc.to = at;
-    else inc.health = e.data.incident?.health || inc.health;
-    incidents.set(e.correlationId, inc);
-  }
-  const windows = [...incidents.values()].filter((w) => w.to >= from && w.from <= to)
-    .map((w) => ({ ...w, from: Math.max(w.from, from), to: Math.min(w.to, to) }));
-  const firstKnown = segments.length ? segments[0].from : to;
-  return { segments, windows, firstKnown };
-}
-
 function Timeline({ events, cluster }) {
-  const to = S.now.value;
+  // `now` ticks every 15 s; an event newer than the tick (or from a server
+  // clock a little ahead) still shows.
+  const newest = Math.max(0, ...events.map((e) => Date.parse(e.occurredAt)).filter((t) => !Number.isNaN(t)));
+  const to = Math.max(S.now.value, newest);
   const from = to - DAY;
-  const { segments, windows, firstKnown } = timelineOf(events, from, to);
-  const hosts = [...new Set([...cluster.members.map(hostOf), ...segments.flatMap((s) => s.masters)])];
-  const W = 1000, left = 130, laneH = 24, top = 8;
-  const H = top + hosts.length * laneH + 24;
-  const x = (t) => left + ((t - from) / DAY) * (W - left - 10);
-  const ticks = [];
-  for (let i = 0; i <= 8; i++) ticks.push(from + (i * DAY) / 8);
-  return html`<figure class="timeline" id="master-timeline">
-    <svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label="Who was master when, last 24 hours">
-      ${windows.map((w) => html`<rect class="incident-window" x=${x(w.from)} y=${top - 4} width=${Math.max(2, x(w.to) - x(w.from))}
-          height=${hosts.length * laneH + 4}><title>Incident (${w.health}) ${exact(new Date(w.from).toISOString())} – ${exact(new Date(w.to).toISOString())}</title></rect>`)}
-      ${firstKnown > from && html`<rect class="unrecorded" x=${x(from)} y=${top} width=${x(firstKnown) - x(from)} height=${hosts.length * laneH}>
-          <title>No recorded cluster event before this time</title></rect>`}
-      ${hosts.map((h, i) => html`<g key=${h}>
-        <text class="lane-label" x=${left - 8} y=${top + i * laneH + 16} text-anchor="end">${h.length > 16 ? `${h.slice(0, 15)}…` : h}</text>
-        <line class="lane" x1=${left} x2=${W - 10} y1=${top + i * laneH + laneH / 2} y2=${top + i * laneH + laneH / 2} />
-        ${segments.filter((s) => s.masters.includes(h)).map((s) => html`<rect class=${s.masters.length > 1 ? 'master split' : 'master'}
-            x=${x(s.from)} y=${top + i * laneH + 4} width=${Math.max(2, x(s.to) - x(s.from))} height=${laneH - 8} rx="3">
-            <title>${h} MASTER${s.masters.length > 1 ? ' (split brain)' : ''} from ${exact(new Date(s.from).toISOString())}</title></rect>`)}
-      </g>`)}
-      ${ticks.map((t) => html`<text class="tick" x=${x(t)} y=${H - 6} text-anchor="middle">${new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}</text>`)}
-    </svg>
-    <figcaption class="muted">MASTER per host over the last 24 h from stored cluster events; shaded: incidents${firstKnown > from ? '; hatched: before the first recorded event' : ''}.</figcaption>
-  </figure>`;
+  const { intervals, incidents } = fromClusterEvents(events, to);
+  return html`<${MasterTimeline} id="master-timeline" label="Who was master when, last 24 hours"
+    from=${from} to=${to} hosts=${byPriority(cluster.members).map(hostOf)}
+    intervals=${intervals} incidents=${incidents} />`;
 }
 
 const COUNTERS = ['advertisements_sent', 'advertisements_received', 'became_master', 'released_master',

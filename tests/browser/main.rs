@@ -13,6 +13,7 @@ mod webdriver;
 
 mod bench;
 mod screens;
+mod timeline;
 
 use harness::{Agent, Auth, Server, ADMIN_PASSWORD};
 use serde_json::{json, Value};
@@ -237,12 +238,12 @@ fn a_failover_shows_live_with_timeline_toast_and_client_detail() {
 
     // The cluster detail has the timeline with lb-b's time as master.
     b.click(".attention .cluster-card");
-    b.wait("#master-timeline svg");
+    b.wait("#master-timeline .timeline-chart[data-ready='1'] canvas");
     b.wait_js(
         "the timeline to show lb-b as master, the incident shaded",
-        "const svg = document.querySelector('#master-timeline svg');
-         const masters = [...svg.querySelectorAll('rect.master title')].map(t => t.textContent);
-         return masters.some(t => t.startsWith('lb-b MASTER')) && svg.querySelector('rect.incident-window')",
+        "const f = document.querySelector('#master-timeline');
+         return [...f.querySelectorAll('tr.master-interval')].some(r => r.dataset.host === 'lb-b')
+           && f.querySelector('tr.incident-window')",
         json!([]),
     );
     b.wait_text("table.counters", "advertisements received");

@@ -3,6 +3,7 @@
 //! runs; `cargo test --test browser docs_screenshots -- --ignored` renews them.
 
 use crate::harness::{Auth, Server, ADMIN_PASSWORD};
+use crate::timeline::past_failovers;
 use crate::webdriver::Browser;
 use crate::{instance, login, reading_of, FakeAgent};
 use serde_json::json;
@@ -78,7 +79,7 @@ fn docs_screenshots() {
         &json!({ "site": "dc-1" }).to_string(),
     );
 
-    past_failovers(&server);
+    past_failovers(&server, Some("dc-1"), 30.0);
 
     let b = Browser::start(1200, 820);
     login(&b, &server, "admin", ADMIN_PASSWORD, "/clusters");
@@ -114,7 +115,7 @@ fn docs_screenshots() {
         (
             "cluster-detail",
             format!("/clusters/{}", urlencode(&web_key)),
-            "#master-timeline rect.master",
+            "#master-timeline .timeline-chart[data-ready='1'] canvas",
         ),
         (
             "client-detail",
@@ -145,76 +146,7 @@ fn docs_screenshots() {
     }
 }
 
-/// A day of history for the web pair (stored as the server stores cluster
-/// events): lb-a master, a failover to lb-b during an incident, and back.
-fn past_failovers(server: &Server) {
-    let now = chrono::Utc::now();
-    let at = |hours_ago: f64| {
-        (now - chrono::Duration::seconds((hours_ago * 3600.0) as i64))
-            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
-            .to_string()
-    };
-    let cluster = |master: &str, health: &str| {
-        json!({ "site": "dc-1", "vrid": 51, "networks": ["192.0.2.0/24"], "vips": ["192.0.2.100/24"],
-            "health": health, "master": master, "masters": [master], "members": [] })
-    };
-    let rows = [
-        (
-            "h1",
-            at(30.0),
-            "vrrp.master_changed",
-            "info",
-            None,
-            json!({ "cluster": cluster("lb-a", "ok"), "previousMaster": null }),
-        ),
-        (
-            "h2",
-            at(14.0),
-            "vrrp.incident_opened",
-            "warning",
-            Some("inc-h"),
-            json!({ "cluster": cluster("lb-a", "degraded"),
-            "incident": { "id": "inc-h", "health": "degraded", "previousHealth": "ok", "openedAt": at(14.0), "confirmedAt": at(14.0),
-                "history": ["degraded"], "reasons": [{ "type": "fault", "host": "lb-a", "text": "lb-a is in FAULT." }] } }),
-        ),
-        (
-            "h3",
-            at(13.9),
-            "vrrp.master_changed",
-            "info",
-            None,
-            json!({ "cluster": cluster("lb-b", "degraded"), "previousMaster": "lb-a" }),
-        ),
-        (
-            "h4",
-            at(12.5),
-            "vrrp.master_changed",
-            "info",
-            None,
-            json!({ "cluster": cluster("lb-a", "ok"), "previousMaster": "lb-b" }),
-        ),
-        (
-            "h5",
-            at(12.5),
-            "vrrp.incident_resolved",
-            "info",
-            Some("inc-h"),
-            json!({ "cluster": cluster("lb-a", "ok"),
-            "incident": { "id": "inc-h", "health": "ok", "previousHealth": "degraded", "openedAt": at(14.0), "confirmedAt": at(14.0),
-                "resolvedAt": at(12.5), "durationSeconds": 5400, "resolution": "recovered", "history": ["degraded"], "reasons": [] } }),
-        ),
-    ];
-    for (id, occurred, kind, level, corr, data) in rows {
-        let corr = corr.map_or("NULL".to_owned(), |c| format!("'{c}'"));
-        server.sql(&format!(
-            "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
-             VALUES ('{id}', '{occurred}', '{occurred}', 'server', NULL, '{kind}', '{level}', {corr}, '{{}}', '{}')",
-            data.to_string().replace('\'', "''")
-        ));
-    }
-}
-
-fn urlencode(s: &str) -> String {
+pub fn urlencode(s: &str) -> String {
     s.bytes()
         .map(|c| match c {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (c as char).to_string(),
