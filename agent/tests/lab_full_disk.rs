@@ -147,7 +147,10 @@ fn a_full_agent_disk_keeps_events_in_memory_says_so_and_delivers_them_once() {
         agent.get(&lab, "/api/status/connection")["queue"]["onDisk"],
         true
     );
-    assert_eq!(count(&agent.log(), "The data directory takes writes again"), 1);
+    assert_eq!(
+        count(&agent.log(), "The data directory takes writes again"),
+        1
+    );
 
     server.start();
     let (s, b) = agent.post(&lab, "/api/connect", &json!({}));
