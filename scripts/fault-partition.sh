@@ -13,6 +13,6 @@ cargo build -q --workspace --bins
 VRRP_PARTITION_SECS="$secs" \
   cargo test -q -p vrrp-agent --test lab_partition -- --ignored --nocapture >"$log" 2>&1
 status=$?
-grep -E '^partition:|test result|panicked' "$log"
+grep -E -A2 '^partition:|test result|panicked' "$log"
 echo "elapsed: $(( $(date +%s) - start )) s (exit $status)"
 exit $status

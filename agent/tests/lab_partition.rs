@@ -121,6 +121,14 @@ fn a_partitioned_management_network_loses_nothing_and_invents_nothing() {
         let want = keepalived_changes(&lab, host, from[i]).0;
         let (got, dup) = server_changes(&server, &admin, &clients[i]);
         assert_eq!(got, want, "{host}: each change once");
+        let stops = keepalived_stops(&lab, host, from[i]);
+        for kind in ["keepalived.stopped", "keepalived.started"] {
+            assert_eq!(
+                server_count(&server, &admin, &clients[i], kind),
+                stops,
+                "{host}: {kind}"
+            );
+        }
         made += want.values().sum::<usize>();
         stored += got.values().sum::<usize>();
         duplicates += dup;

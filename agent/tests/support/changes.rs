@@ -13,6 +13,9 @@ pub type Change = (String, String, String);
 
 /// The transitions keepalived reported on `host` after line `skip` of the lab's
 /// FIFO log (lines like `<time> INSTANCE "VI_1" MASTER 110`), per instance.
+/// Transitions into and out of `STOP` are left out: a stopping keepalived is
+/// reported as `keepalived.stopped`, and the state it starts in is the baseline of
+/// `keepalived.started`, not a `vrrp.state_changed` (see `keepalived_stops`).
 pub fn keepalived_changes(lab: &Lab, host: &str, skip: usize) -> (BTreeMap<Change, usize>, usize) {
     let text = fs::read_to_string(lab.state.join(host).join("run/lab/notify_fifo.log"))
         .unwrap_or_default();
@@ -26,7 +29,7 @@ pub fn keepalived_changes(lab: &Lab, host: &str, skip: usize) -> (BTreeMap<Chang
         }
         let (name, state) = (words[2].trim_matches('"').to_owned(), words[3].to_owned());
         if let Some(prev) = last.insert(name.clone(), state.clone()) {
-            if i >= skip && prev != state {
+            if i >= skip && prev != state && prev != "STOP" && state != "STOP" {
                 *changes.entry((name, prev, state)).or_insert(0) += 1;
             }
         }
@@ -59,4 +62,37 @@ pub fn server_changes(
     ids.sort();
     ids.dedup();
     (changes, n - ids.len())
+}
+
+/// How many times keepalived on `host` stopped after line `skip` of the FIFO log
+/// (every instance going to `STOP` at once counts as one stop).
+pub fn keepalived_stops(lab: &Lab, host: &str, skip: usize) -> usize {
+    let text = fs::read_to_string(lab.state.join(host).join("run/lab/notify_fifo.log"))
+        .unwrap_or_default();
+    let mut stops = 0;
+    let mut stopped = false;
+    for line in text.lines().skip(skip) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.len() < 4 || words[1] != "INSTANCE" {
+            continue;
+        }
+        let now_stopped = words[3] == "STOP";
+        if now_stopped && !stopped {
+            stops += 1;
+        }
+        stopped = now_stopped;
+    }
+    stops
+}
+
+/// How many events of `kind` the server stored for `client`.
+pub fn server_count(server: &Server, admin: &str, client: &str, kind: &str) -> usize {
+    server
+        .get(admin, "/api/v1/activity")
+        .as_array()
+        .map_or(0, |a| {
+            a.iter()
+                .filter(|e| e["kind"] == kind && e["clientId"] == client)
+                .count()
+        })
 }
