@@ -4,8 +4,9 @@
 //! binaries, started too early (no notify token) and with the FIFO configured before
 //! keepalived was reloaded, then set up right: notify events arrive through the notify
 //! script and through the FIFO, the JSON dump is read, and it registers inbound through
-//! its page's API with the PIN from its log. h2: TLS, started once in a PID namespace of
-//! its own, then registered outbound (`wss://`) with its PIN. The log lines and
+//! its page's API with the PIN from its log. h2: the notify script once for the sync
+//! group, TLS, started once in a PID namespace of its own, then registered outbound
+//! (`wss://`) with its PIN. The log lines and
 //! status values the guide's troubleshooting table lists are taken from the table
 //! and must appear when the matching mistake is made.
 //!
@@ -195,7 +196,9 @@ fn wait_logged(g: &Guide, host: &str, what: &str) {
 
 #[test]
 fn the_host_guide_works_as_written() {
-    let (lab, mut server) = lab_with_server(2, "vhg"); // h1 MASTER (120), h2 BACKUP (110)
+    // h1 MASTER (120), h2 BACKUP (110); VI_1 and VI_2 in sync group SG_1, so h2 can
+    // take the guide's notify for a sync group while h1 takes it per instance.
+    let (lab, mut server) = server_in(Lab::up_with(2, "vhg", &[("LAB_SYNC_GROUP", "1")]));
     server.start();
     let admin = server.admin();
     let g = Guide {
@@ -381,13 +384,18 @@ fn the_host_guide_works_as_written() {
     for step in ["install", "notify-token"] {
         g.run(&["step", "h2", step]);
     }
-    g.run(&["keepalived-conf", "h2"]);
+    g.run(&["keepalived-conf", "h2", "sync-group"]);
     g.run(&["agent-config", "h2", "agent-fifo"]);
     g.run(&["step", "h2", "tls-cert"]);
     assert_eq!(g.stat("h2", "/etc/vrrp-agent/tls/key.pem"), "600 root");
     g.run(&["agent-config", "h2", "agent-tls"]);
     g.run(&["step", "h2", "start"]);
     wait_logged(&g, "h2", "Found keepalived");
+    // The notify script of the sync group: one call for the group.
+    lab.run(&["fault", "h2", "script"]);
+    wait_logged(&g, "h2", "notify endpoint: GROUP SG_1 FAULT");
+    lab.run(&["unfault", "h2"]);
+    lab.wait_state("h2", "VI_1", "BACKUP");
     // Mistake: the agent started in a PID namespace of its own (a container without
     // --pid=host). (Stopping keepalived instead cannot give the table's "No keepalived
     // process is running on this host." here: a lab host is itself a PID namespace.)

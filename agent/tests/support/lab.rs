@@ -87,6 +87,11 @@ impl Lab {
 
     /// `tag` keeps the prefix apart from other labs of other test binaries.
     pub fn up(hosts: usize, tag: &str) -> Lab {
+        Lab::up_with(hosts, tag, &[])
+    }
+
+    /// [`Lab::up`] with extra environment for `vrrp-lab.sh up` (`LAB_SYNC_GROUP=1`).
+    pub fn up_with(hosts: usize, tag: &str, env: &[(&str, &str)]) -> Lab {
         assert!(
             effective_uid_is_root(),
             "the lab tests need root (network, mount and PID namespaces)"
@@ -106,7 +111,18 @@ impl Lab {
             prefix,
             work,
         };
-        lab.run(&["up", &hosts.to_string()]);
+        let out = lab
+            .cmd(&["up", &hosts.to_string()])
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "vrrp-lab.sh up failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         lab
     }
 
