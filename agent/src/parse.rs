@@ -87,6 +87,7 @@ fn first_number<T: std::str::FromStr>(v: &str) -> Option<T> {
 #[derive(Clone, Copy, PartialEq)]
 enum ListKind {
     Vips,
+    ExcludedVips,
     Members,
     Ignored,
 }
@@ -165,12 +166,15 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                 let item = trimmed.split_whitespace().next().unwrap_or("");
                 let item = item.trim_end_matches(',');
                 match (kind, &block) {
-                    (ListKind::Vips, Block::Instance) => match vip_of(trimmed) {
-                        Some(vip) => inst.vips.push(vip.to_string()),
-                        None => out
-                            .not_addresses
-                            .push((inst.name.clone(), trimmed.to_string())),
-                    },
+                    (ListKind::Vips | ListKind::ExcludedVips, Block::Instance) => {
+                        match vip_of(trimmed) {
+                            Some(vip) if kind == ListKind::Vips => inst.vips.push(vip.to_string()),
+                            Some(vip) => inst.excluded_vips.push(vip.to_string()),
+                            None => out
+                                .not_addresses
+                                .push((inst.name.clone(), trimmed.to_string())),
+                        }
+                    }
                     (ListKind::Members, Block::Group)
                         if !group.instances.iter().any(|m| m == item) =>
                     {
@@ -184,9 +188,13 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
         }
         match block {
             Block::Instance => {
-                // Lists: "Virtual IP (1):", "Virtual IP :", "Virtual IP = 1" (older).
-                if trimmed.starts_with("Virtual IP") && !trimmed.starts_with("Virtual IP Excluded")
-                {
+                // Lists: "Virtual IP (1):", "Virtual IP :", "Virtual IP = 1" (older), and
+                // the same forms of "Virtual IP Excluded".
+                if trimmed.starts_with("Virtual IP Excluded") {
+                    list = Some((indent, ListKind::ExcludedVips));
+                    continue;
+                }
+                if trimmed.starts_with("Virtual IP") {
                     list = Some((indent, ListKind::Vips));
                     continue;
                 }
@@ -372,11 +380,17 @@ fn json_state(v: &Value, key: &str) -> Option<VrrpState> {
     })
 }
 
-/// The `vips` of one instance of the JSON dump; entries that are no address (or no
-/// string) go to `not_addresses`, a non-string as its JSON text.
-fn json_vips(data: &Value, name: &str, not_addresses: &mut Vec<(String, String)>) -> Vec<String> {
+/// The `vips` (or `evips`, the excluded ones) of one instance of the JSON dump;
+/// entries that are no address (or no string) go to `not_addresses`, a non-string as
+/// its JSON text.
+fn json_vips(
+    data: &Value,
+    key: &str,
+    name: &str,
+    not_addresses: &mut Vec<(String, String)>,
+) -> Vec<String> {
     let mut vips = Vec::new();
-    let entries = data.get("vips").and_then(Value::as_array);
+    let entries = data.get(key).and_then(Value::as_array);
     for v in entries.into_iter().flatten() {
         match v.as_str().and_then(vip_of) {
             Some(vip) => vips.push(vip.to_string()),
@@ -416,7 +430,8 @@ pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
                 .filter_map(|(from, to)| m.get(*from)?.as_u64().map(|n| (to.to_string(), n)))
                 .collect::<BTreeMap<_, _>>()
         });
-        let vips = json_vips(data, &name, &mut out.not_addresses);
+        let vips = json_vips(data, "vips", &name, &mut out.not_addresses);
+        let excluded_vips = json_vips(data, "evips", &name, &mut out.not_addresses);
         out.instances.push(VrrpInstance {
             name,
             state: json_state(data, "state").unwrap_or_default(),
@@ -427,6 +442,7 @@ pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
             effective_priority: json_u32(data, "effective_priority"),
             advert_interval: data.get("adver_int").and_then(Value::as_f64),
             vips,
+            excluded_vips,
             sync_group: json_str(data, "sync_group"),
             last_transition: data
                 .get("last_transition")
@@ -537,8 +553,10 @@ mod tests {
         }
         assert!(
             !vips.iter().any(|v| v.starts_with("10.10.")),
-            "{form}: excluded VIP read"
+            "{form}: excluded VIP read as a VIP"
         );
+        assert_eq!(d.instances[0].excluded_vips, ["10.10.0.1"], "{form}");
+        assert!(d.instances[1].excluded_vips.is_empty(), "{form}");
         assert_eq!(
             d.instances[1].vips,
             ["198.51.100.100/24"],

@@ -382,8 +382,9 @@ fn damaged_identity_is_moved_aside_and_legacy_identity_migrated() {
     assert!(s.contains("client-42"));
 }
 
-/// scripts/vrrp-agent-notify reaches the endpoint, and never fails or speaks when the
-/// agent is down, the token file is missing or the port is nonsense.
+/// scripts/vrrp-agent-notify reaches the endpoint (over HTTPS when the agent serves
+/// TLS), and never fails or speaks when the agent is down, the token file is missing
+/// or the port is nonsense.
 #[test]
 fn notify_script_triggers_a_reading_and_never_fails() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/vrrp-agent-notify");
@@ -410,4 +411,16 @@ fn notify_script_triggers_a_reading_and_never_fails() {
     run(&closed, &token_file);
     run(&a.port.to_string(), Path::new("/nonexistent/token"));
     run("not-a-port", &token_file);
+
+    // An agent with a `tls` block speaks HTTPS only: the script reaches it there.
+    let tls = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
+    let b = start(
+        &format!(
+            "keepalived:\n  pollInterval: 0\n  notifyToken: {TOKEN}\ntls:\n  cert: {tls}/localhost.cert.pem\n  key: {tls}/localhost.key.pem\n"
+        ),
+        &[],
+    );
+    b.wait_log("Web server listening on https://");
+    run(&b.port.to_string(), &token_file);
+    b.wait_log("notify endpoint: INSTANCE VI_1 MASTER 130");
 }

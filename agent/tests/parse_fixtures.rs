@@ -41,7 +41,11 @@ const SCENARIOS: &[(&str, VrrpState, VrrpState)] = &[
     ("syncgroup-backup", Backup, Backup),
     ("syncgroup-fault", Fault, Fault),
     ("syncgroup-master-after-peer-fault", Master, Master),
+    ("excluded-vips", Master, Master),
 ];
+
+/// `virtual_ipaddress_excluded` of VI_1 in the excluded-vips scenario.
+const EXCLUDED: [&str; 3] = ["192.0.2.200/24", "198.51.100.200/24", "2001:db8:51::200/64"];
 
 #[test]
 fn every_scenario_fixture_covered() {
@@ -83,6 +87,7 @@ fn text_json_and_stats_dumps_agree_on_every_scenario() {
             );
             assert_eq!(d.advert_interval, j.advert_interval, "{name} advert");
             assert_eq!(d.vips, j.vips, "{name} vips");
+            assert_eq!(d.excluded_vips, j.excluded_vips, "{name} excluded vips");
             assert_eq!(
                 d.last_transition, j.last_transition,
                 "{name} last transition"
@@ -106,6 +111,14 @@ fn text_json_and_stats_dumps_agree_on_every_scenario() {
         assert_eq!(d1.interface.as_deref(), Some("eth0"));
         assert_eq!(d1.vips, ["192.0.2.100/24"]);
         assert_eq!(data.instances[1].vips, ["198.51.100.100/24"]);
+        // Excluded addresses are their own list, never among the VIPs.
+        let excluded: &[&str] = if *name == "excluded-vips" {
+            &EXCLUDED
+        } else {
+            &[]
+        };
+        assert_eq!(d1.excluded_vips, excluded, "{name}");
+        assert!(data.instances[1].excluded_vips.is_empty(), "{name}");
         assert_eq!(data.instances[1].advert_interval, Some(1.0));
 
         if name.starts_with("syncgroup") {
@@ -236,6 +249,7 @@ fn older_versions_parse_and_never_leak_the_password() {
         // Excluded virtual addresses are not virtual addresses of the instance.
         if *ver == "v2.2.7" {
             assert_eq!(d.instances[0].vips, ["10.1.0.1/24"]);
+            assert_eq!(d.instances[0].excluded_vips, ["10.10.0.1"]);
             assert_eq!(d.instances[0].effective_priority, Some(150));
         }
         let out = serde_json::to_string(&d.instances).unwrap();

@@ -106,6 +106,12 @@ pub struct VrrpInstance {
     /// Seconds between advertisements.
     pub advert_interval: Option<f64>,
     pub vips: Vec<String>,
+    /// keepalived's `virtual_ipaddress_excluded`: addresses the instance adds and
+    /// removes with its state but leaves out of its adverts, in the form of `vips`.
+    /// Not in the spec's VrrpInstance: an optional field under its versioning rules,
+    /// left out when empty, so readings without them look as before to every server.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub excluded_vips: Vec<String>,
     pub sync_group: Option<String>,
     /// ISO 8601 UTC, from keepalived's own clock.
     pub last_transition: Option<String>,
@@ -295,6 +301,30 @@ mod tests {
         assert_eq!(out["occurredAt"], "t");
         assert_eq!(out["subject"]["instanceName"], "VI_1");
         assert!(out["correlationId"].is_null());
+    }
+
+    #[test]
+    fn excluded_vips_are_optional_both_ways() {
+        // Left out when empty: a reading without exclusions is what it was before.
+        let plain = VrrpInstance {
+            name: "VI_1".into(),
+            vips: vec!["192.0.2.100/24".into()],
+            ..Default::default()
+        };
+        let out = serde_json::to_value(&plain).unwrap();
+        assert!(out.get("excludedVips").is_none(), "{out}");
+        // Named when present; an older reading without the field reads as none.
+        let with = VrrpInstance {
+            excluded_vips: vec!["192.0.2.200/24".into()],
+            ..plain.clone()
+        };
+        let out = serde_json::to_value(&with).unwrap();
+        assert_eq!(out["excludedVips"][0], "192.0.2.200/24");
+        let back: VrrpInstance = serde_json::from_value(out).unwrap();
+        assert_eq!(back, with);
+        let old: VrrpInstance =
+            serde_json::from_str(r#"{"name":"VI_1","state":"MASTER","vips":[]}"#).unwrap();
+        assert!(old.excluded_vips.is_empty());
     }
 
     #[test]

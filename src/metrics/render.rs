@@ -55,6 +55,8 @@ pub struct InstanceFacts {
     pub priority: Option<u64>,
     pub effective_priority: Option<u64>,
     pub vips: Vec<String>,
+    /// keepalived's `virtual_ipaddress_excluded` (the reading's optional `excludedVips`).
+    pub excluded_vips: Vec<String>,
     pub stats: BTreeMap<String, u64>,
 }
 
@@ -237,6 +239,7 @@ impl InstanceFacts {
             priority: i["priority"].as_u64(),
             effective_priority: i["effectivePriority"].as_u64(),
             vips: strings(&i["vips"]),
+            excluded_vips: strings(&i["excludedVips"]),
             stats: i["stats"]
                 .as_object()
                 .into_iter()
@@ -384,6 +387,7 @@ pub fn render(s: &Snapshot) -> String {
     );
     let mut ka_up = Family::new("keepalived_up", "gauge", "keepalived-exporter's keepalived_up: 1 when the host's agent is connected and its last reading found keepalived readable.");
     let mut state = Family::new("keepalived_vrrp_state", "gauge", "State of the VRRP instance (0 INIT, 1 BACKUP, 2 MASTER, 3 FAULT, 97 DELETED, 98 STOP, -1 unknown), one series per VIP.");
+    let mut excluded = Family::new("keepalived_vrrp_excluded_state", "gauge", "State of the VRRP instance (as keepalived_vrrp_state), one series per excluded VIP (virtual_ipaddress_excluded).");
     let mut priority = Family::new(
         "vrrp_instance_priority",
         "gauge",
@@ -425,18 +429,20 @@ pub fn render(s: &Snapshot) -> String {
                 l.push(("ip_address", ""));
                 state.add(&l, value);
             }
-            for vip in &i.vips {
-                let (address, intf) = split_vip(vip, &i.interface);
-                state.add(
-                    &[
-                        ("host", &c.host),
-                        ("iname", &i.name),
-                        ("intf", intf),
-                        ("vrid", &vrid),
-                        ("ip_address", address),
-                    ],
-                    value,
-                );
+            for (family, list) in [(&mut state, &i.vips), (&mut excluded, &i.excluded_vips)] {
+                for vip in list {
+                    let (address, intf) = split_vip(vip, &i.interface);
+                    family.add(
+                        &[
+                            ("host", &c.host),
+                            ("iname", &i.name),
+                            ("intf", intf),
+                            ("vrid", &vrid),
+                            ("ip_address", address),
+                        ],
+                        value,
+                    );
+                }
             }
             if let Some(p) = i.priority {
                 priority.add(&common, p as f64);
@@ -497,7 +503,7 @@ pub fn render(s: &Snapshot) -> String {
 
     let mut out = String::new();
     let families = [
-        health, masters, members, up, age, running, ka_up, state, priority, effective,
+        health, masters, members, up, age, running, ka_up, state, excluded, priority, effective,
     ]
     .into_iter()
     .chain(counters)

@@ -12,6 +12,7 @@ fn sample() -> Snapshot {
         "receivedAt": "2026-01-01T00:00:00.000Z", "running": true, "error": null,
         "instances": [{"name": "VI_1", "state": "MASTER", "interface": "eth0", "vrid": 51,
             "priority": 120, "effectivePriority": 110, "vips": ["192.0.2.100/24 dev eth1 scope global", "192.0.2.101/24"],
+            "excludedVips": ["10.10.0.1", "2001:db8::1/64 dev eth2", 7],
             "stats": {"advertisements_received": 7, "became_master": 2}}]
     });
     let cluster = json!({"site": "fra", "vrid": 51, "networks": ["192.0.2.0/24"], "health": "split-brain",
@@ -65,6 +66,11 @@ fn instances_use_keepalived_exporter_names_and_labels() {
     assert!(text.contains(
         r#"vrrp_instance_effective_priority{host="lb-1",iname="VI_1",intf="eth0",vrid="51"} 110"#
     ));
+    // Excluded VIPs: their own family, the instance's state, a non-string skipped.
+    assert!(text.contains(r#"keepalived_vrrp_excluded_state{host="lb-1",iname="VI_1",intf="eth0",vrid="51",ip_address="10.10.0.1"} 2"#));
+    assert!(text.contains(r#"keepalived_vrrp_excluded_state{host="lb-1",iname="VI_1",intf="eth2",vrid="51",ip_address="2001:db8::1"} 2"#));
+    assert_eq!(text.matches("keepalived_vrrp_excluded_state{").count(), 2);
+    assert_eq!(text.matches("keepalived_vrrp_state{").count(), 2);
     // A counter the reading did not carry is left out, not reported as 0.
     assert!(!text.contains("keepalived_advertisements_sent_total"));
 }

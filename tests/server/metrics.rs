@@ -45,11 +45,20 @@ fn fleet(server: &Server) -> Vec<crate::harness::Ws> {
     let mut sockets = Vec::new();
     for (host, instances) in [
         ("lb-1", reading(&[("VI_1", "MASTER")])),
-        ("lb-2", reading(&[("VI_1", "BACKUP")])),
+        ("lb-2", {
+            // Not a list: an agent of another build; the reading stays usable.
+            let mut r = reading(&[("VI_1", "BACKUP")]);
+            r["instances"][0]["excludedVips"] = json!("192.0.2.77");
+            r
+        }),
         ("lb-3", {
             let mut r = reading(&[("VI_9", "MASTER")]);
             r["instances"][0]["vrid"] = json!(52);
             r["instances"][0]["vips"] = json!(["198.51.100.9/24 dev eth1 scope global"]);
+            r["instances"][0]["interface"] = json!("eth1");
+            // keepalived's virtual_ipaddress_excluded, as the agent reports it.
+            r["instances"][0]["excludedVips"] =
+                json!(["203.0.113.50/24", "2001:db8::50/64 dev eth2"]);
             r
         }),
     ] {
@@ -104,6 +113,19 @@ fn metrics_show_clusters_agents_and_instances_and_pass_promtool() {
     assert!(body.contains(
         r#"keepalived_advertisements_sent_total{host="lb-1",iname="VI_1",intf="",vrid="51"} 3"#
     ));
+    // keepalived-exporter's keepalived_vrrp_excluded_state: one series per excluded VIP,
+    // the instance's state, its labels those of keepalived_vrrp_state.
+    assert!(
+        body.contains("# TYPE keepalived_vrrp_excluded_state gauge\n"),
+        "{body}"
+    );
+    assert!(body.contains(r#"keepalived_vrrp_excluded_state{host="lb-3",iname="VI_9",intf="eth1",vrid="52",ip_address="203.0.113.50"} 2"#), "{body}");
+    assert!(body.contains(r#"keepalived_vrrp_excluded_state{host="lb-3",iname="VI_9",intf="eth2",vrid="52",ip_address="2001:db8::50"} 2"#), "{body}");
+    assert_eq!(
+        body.matches("keepalived_vrrp_excluded_state{").count(),
+        2,
+        "{body}"
+    );
     let agents_up = body
         .lines()
         .filter(|l| l.starts_with("vrrp_agent_up{") && l.ends_with("} 1"))

@@ -149,7 +149,11 @@ impl Drop for HostAgent {
 /// binaries copied under the lab's work folder (the hosts' /tmp is their own).
 /// The calling thread stays in the switch namespace.
 pub fn lab_with_server(hosts: usize, tag: &str) -> (Lab, Server) {
-    let mut lab = Lab::up(hosts, tag);
+    server_in(Lab::up(hosts, tag))
+}
+
+/// [`lab_with_server`] for a lab already up.
+pub fn server_in(mut lab: Lab) -> (Lab, Server) {
     lab.enter_switch();
     fs::copy(
         env!("CARGO_BIN_EXE_vrrp-agent"),

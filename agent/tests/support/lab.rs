@@ -45,7 +45,15 @@ fn effective_uid_is_root() -> bool {
 
 impl Lab {
     pub fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new("bash");
+        let mut c = self.command("bash");
+        c.arg(lab_script()).args(args);
+        c
+    }
+
+    /// `program` run where the lab's commands run (the namespace the test started
+    /// in), with this lab's LAB_PREFIX, LAB_STATE and LAB_FIFO_READER=0.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new(program);
         if let Some(ns) = &self.root_ns {
             use std::os::fd::AsRawFd;
             use std::os::unix::process::CommandExt;
@@ -59,8 +67,7 @@ impl Lab {
                 });
             }
         }
-        c.arg(lab_script())
-            .args(args)
+        c.env("VRRP_LAB", lab_script())
             .env("LAB_PREFIX", &self.prefix)
             .env("LAB_STATE", &self.state)
             .env("LAB_FIFO_READER", "0");
@@ -80,6 +87,11 @@ impl Lab {
 
     /// `tag` keeps the prefix apart from other labs of other test binaries.
     pub fn up(hosts: usize, tag: &str) -> Lab {
+        Lab::up_with(hosts, tag, &[])
+    }
+
+    /// [`Lab::up`] with extra environment for `vrrp-lab.sh up` (`LAB_SYNC_GROUP=1`).
+    pub fn up_with(hosts: usize, tag: &str, env: &[(&str, &str)]) -> Lab {
         assert!(
             effective_uid_is_root(),
             "the lab tests need root (network, mount and PID namespaces)"
@@ -99,7 +111,18 @@ impl Lab {
             prefix,
             work,
         };
-        lab.run(&["up", &hosts.to_string()]);
+        let out = lab
+            .cmd(&["up", &hosts.to_string()])
+            .envs(env.iter().copied())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "vrrp-lab.sh up failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
         lab
     }
 
