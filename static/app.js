@@ -14,6 +14,13 @@ import { Clusters } from './views/clusters.js';
 import { ClusterDetail } from './views/cluster.js';
 import { Clients, ClientDetail } from './views/clients.js';
 import { Activity } from './views/activity.js';
+import { AddHost } from './views/add-host.js';
+import { ClientEditor } from './views/client-edit.js';
+import { Tokens } from './views/tokens.js';
+import { Webhooks } from './views/webhooks.js';
+import { WebhookEditor } from './views/webhook-edit.js';
+import { Settings } from './views/settings.js';
+import { Users } from './views/users.js';
 
 // --- session ---
 
@@ -45,6 +52,20 @@ export async function startSession() {
   live.refreshClusters(true);
   live.loadIncidents();
 }
+
+// Own password changed (views/users.js): the answer set a fresh cookie; take
+// its new expiry. The socket reconnects by itself after its close 4002.
+addEventListener('vrrp:session-renewed', async () => {
+  try {
+    const me = await get('/api/v1/me');
+    S.session.value = me;
+    clearTimeout(expiryTimer);
+    if (me.expiresAt) {
+      const left = Math.min(Date.parse(me.expiresAt) - Date.now(), 2 ** 31 - 1);
+      expiryTimer = setTimeout(() => { endSession(); goLogin(); }, Math.max(0, left));
+    }
+  } catch { /* a 401 already went to login */ }
+});
 
 async function logout() {
   try { await post('/api/auth/logout'); } catch { /* cookies are cleared anyway on the next 401 */ }
@@ -96,6 +117,7 @@ function Toasts() {
 
 const NAV = [
   ['/', 'Overview'], ['/clusters', 'Clusters'], ['/clients', 'Clients'], ['/activity', 'Activity'],
+  ['/webhooks', 'Webhooks'], ['/settings', 'Settings'], ['/users', 'Users'],
 ];
 
 function Shell({ children }) {
@@ -124,6 +146,14 @@ function pickView(path) {
   if (path === '/clusters') return html`<${Clusters} />`;
   if (path.startsWith('/clusters/')) return html`<${ClusterDetail} id=${decodeURIComponent(path.slice(10))} />`;
   if (path === '/clients') return html`<${Clients} />`;
+  if (path === '/clients/add') return html`<${AddHost} />`;
+  const edit = /^\/clients\/([^/]+)\/edit$/.exec(path);
+  if (edit) return html`<${ClientEditor} id=${decodeURIComponent(edit[1])} />`;
+  if (path === '/tokens') return html`<${Tokens} />`;
+  if (path === '/webhooks') return html`<${Webhooks} />`;
+  if (path.startsWith('/webhooks/')) return html`<${WebhookEditor} id=${decodeURIComponent(path.slice(10))} />`;
+  if (path === '/settings') return html`<${Settings} />`;
+  if (path === '/users') return html`<${Users} />`;
   if (path.startsWith('/clients/')) return html`<${ClientDetail} id=${decodeURIComponent(path.slice(9))} />`;
   if (path === '/activity') return html`<${Activity} />`;
   return html`<section><h1>Not found</h1><p>There is no page at this address. <a href="/">Overview</a></p></section>`;
