@@ -58,9 +58,9 @@ function ReadyMade({ onPick }) {
   </div>`;
 }
 
-function Preview({ values }) {
+// `shown` lives in the editor: a located error also goes beside its field.
+function Preview({ values, shown, setShown }) {
   const [kind, setKind] = useState('');
-  const [shown, setShown] = useState({ state: 'waiting' });
   const seq = useRef(0);
   useEffect(() => {
     const mine = ++seq.current;
@@ -109,6 +109,7 @@ export function WebhookEditor({ id }) {
   const [status, setStatus] = useState('');
   const [test, setTest] = useState(null);
   const [confirm, setConfirm] = useState(false);
+  const [preview, setPreview] = useState({ state: 'waiting' });
   useEffect(() => {
     document.title = `${isNew ? 'New webhook' : 'Webhook'} · vrrp-monitor`;
     if (!isNew) {
@@ -126,7 +127,8 @@ export function WebhookEditor({ id }) {
       <${ReadyMade} onPick=${(w) => setValues(valuesOf(w))} />
       <p><button type="button" id="start-blank" onClick=${() => setValues({ ...BLANK })}>Start blank</button></p></section>`;
   }
-  const field = (name) => errors[name];
+  // The save's error first; else what the preview located (the same text).
+  const field = (name) => errors[name] || (preview.ok === false && preview.field === name ? preview.error : '');
   const setV = setValues;
 
   async function save(e) {
@@ -198,7 +200,7 @@ export function WebhookEditor({ id }) {
         <${TestResult} result=${test} />
         ${saved && saved.lastAttemptAt && html`<p class="muted">Last delivery: ${saved.lastStatus ?? 'no answer'}${saved.lastError ? `, ${saved.lastError}` : ''} at ${saved.lastAttemptAt}.</p>`}
       </form>
-      <${Preview} values=${values} />
+      <${Preview} values=${values} shown=${preview} setShown=${setPreview} />
     </div>
     ${!isNew && html`<${Confirm} open=${confirm} title=${`Delete ${saved.name}?`} action="Delete webhook"
       text="Events are no longer sent to it; deliveries waiting for it are dropped." onConfirm=${remove} onClose=${() => setConfirm(false)} />`}

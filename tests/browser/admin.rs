@@ -290,7 +290,7 @@ fn an_outbound_host_is_added_through_the_wizard_and_a_wrong_pin_is_explained() {
     b.click("#add-outbound");
     b.wait_text("#outbound-error", "Could not establish connection to client.");
     b.wait_text("#outbound-error", "Invalid secret");
-    b.wait_text("#outbound-help", "after 5 wrong attempts the agent replaces its PIN");
+    b.wait_text("#outbound-help", "After 5 wrong attempts the agent replaces its PIN");
     assert_eq!(value_of(&b, "#f-registrationSecret"), "AAAA-AAAA", "kept");
     assert!(clients(&server, &admin).is_empty());
     b.screenshot("add-host-outbound-wrong-pin");
@@ -399,7 +399,13 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
         (server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body[0]["enabled"] == false)
             .then_some(())
     });
-    assert_eq!(b.console().iter().filter(|l| l.contains("SEVERE")).count(), 0, "{:?}", b.console());
+    // Refused requests log as resources that failed to load; nothing else may.
+    let errors: Vec<String> = b
+        .console()
+        .into_iter()
+        .filter(|l| l.contains("SEVERE") && !l.contains("Failed to load resource"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
 }
 
 #[test]
@@ -456,7 +462,7 @@ fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
     b.set_field("#override-table tbody tr:last-child input.kind", "vrrp.incident_opened");
     assert_eq!(
         b.js(
-            "return document.querySelector('#override-table tbody tr:last-child option[value=none]').disabled",
+            "return [...document.querySelectorAll('#override-table tbody tr:last-child option')].find(o => o.textContent === 'none').disabled",
             json!([])
         ),
         json!(true)
