@@ -2,7 +2,7 @@
 // form: its 400 text (`<field>: <message>`, or one of its known sentences) is
 // shown beside the field it names, and a refused form keeps what was typed.
 import { useState } from 'preact/hooks';
-import { html } from './ui.js';
+import { html, ago, exact } from './ui.js';
 
 // The field an API error names: the path before the first ": " (its head up to
 // a `.` or `[`), or the field a known sentence of the API is about.
@@ -56,4 +56,18 @@ export function left(iso, nowMs) {
   const s = Math.floor((Date.parse(iso) - nowMs) / 1000);
   if (!(s > 0)) return '';
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+// A time that may lie ahead ("in 24 h") or behind ("3 min ago"), exact on hover.
+export function When({ at, nowMs }) {
+  if (!at) return html`<span class="muted">never</span>`;
+  const t = Date.parse(at);
+  const s = Math.round((t - nowMs) / 1000);
+  let text;
+  if (Number.isNaN(t)) text = String(at);
+  else if (s <= 45) text = ago(at, nowMs);
+  else if (s < 3600) text = `in ${Math.round(s / 60)} min`;
+  else if (s < 48 * 3600) text = `in ${Math.round(s / 3600)} h`;
+  else text = `in ${Math.round(s / 86400)} days`;
+  return html`<time datetime=${at} title=${exact(at)}>${text}</time>`;
 }

@@ -3,7 +3,7 @@
 // to register and connect. Outbound: the server dials the agent with its setup
 // PIN; every refusal of the spec's table is explained as the next step.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { html, Time } from '../ui.js';
+import { html, exact } from '../ui.js';
 import * as S from '../state.js';
 import { post, put } from '../api.js';
 import { route, setParams } from '../router.js';
@@ -112,10 +112,10 @@ function Inbound() {
       <p>Registration token (shown only now):</p>
       <p><${Copy} text=${issued.token} /></p>
       <p id="token-expiry">${remaining
-        ? html`Valid for <strong>${remaining}</strong> more (until <${Time} at=${issued.expiresAt} />).`
+        ? html`Valid for <strong>${remaining}</strong> more (until ${exact(issued.expiresAt)}).`
         : html`<span class="form-error">Expired. <button type="button" class="small" onClick=${() => setIssued(null)}>Create a new token</button></span>`}</p>
       <ol class="steps">
-        <li>On the host, find the setup PIN in the agent's log: the line <code>Setup PIN: XXXX-XXXX</code>
+        <li>On the host, find the setup PIN in the agent's log: the line <code>Setup PIN: XXXX-XXXX</code>${' '}
           (<code>journalctl -u vrrp-agent | grep "Setup PIN"</code>).</li>
         <li>Open the agent's page at <code>${'http://<host>:3011/'}</code> (it opens its registration form).</li>
         <li>Enter the server URL <code id="server-url">${server}</code>, the token above and the setup PIN, then Register.</li>

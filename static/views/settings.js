@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { html, Time } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put } from '../api.js';
-import { Field, Input, FieldError, useErrors } from '../form.js';
+import { Field, Input, FieldError, useErrors, When } from '../form.js';
 
 const SCHEDULERS = [
   {
@@ -50,7 +50,7 @@ function Status({ status }) {
       ${' '}${last.trigger === 'manual' ? 'run by hand' : 'on schedule'}, <${Time} at=${last.startedAt} />
       ${last.result && typeof last.result.removed === 'number' ? html`; removed <strong class="removed">${last.result.removed}</strong>` : ''}
       ${last.error ? html`; <span class="form-error">${last.error}</span>` : ''}`}</dd>
-    <dt>Next run</dt><dd>${status.nextRun ? html`<${Time} at=${status.nextRun} />` : html`<span class="muted">none (switched off)</span>`}</dd>
+    <dt>Next run</dt><dd>${status.nextRun ? html`<${When} at=${status.nextRun} nowMs=${S.now.value} />` : html`<span class="muted">none (switched off)</span>`}</dd>
   </dl>`;
 }
 

@@ -1,10 +1,10 @@
 // Registration tokens: every token made (unused, used, expired) with the name and
 // address it gives its client; create one (shown once) and delete.
 import { useEffect, useState } from 'preact/hooks';
-import { html, Time } from '../ui.js';
+import { html, Time, exact } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, del } from '../api.js';
-import { Field, Input, FieldError, useErrors } from '../form.js';
+import { Field, Input, FieldError, useErrors, When } from '../form.js';
 
 function stateOf(t, nowMs) {
   if (t.usedAt) return 'used';
@@ -54,7 +54,7 @@ export function Tokens() {
       <button type="submit" class="primary" id="create-token">Create token</button>
       <${FieldError} error=${errors['']} />
     </form>
-    ${issued && html`<p class="callout ok" role="status" id="token-issued">New token (shown only now): <code id="new-token">${issued.token}</code>, valid until <${Time} at=${issued.expiresAt} />.</p>`}
+    ${issued && html`<p class="callout ok" role="status" id="token-issued">New token (shown only now): <code id="new-token">${issued.token}</code>, valid until ${exact(issued.expiresAt)}.</p>`}
     ${status && html`<p role="status">${status}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !rows.length ? html`<p class="empty">No registration tokens.</p>` : html`
     <div class="table-wrap"><table id="token-list">
@@ -66,8 +66,8 @@ export function Tokens() {
           <td><span class=${`badge ${st === 'unused' ? 'ok' : st === 'used' ? '' : 'warn'}`}>${st}</span></td>
           <td>${t.displayName || html`<span class="muted">its host name</span>`}</td>
           <td>${t.inboundAllowedIp || html`<span class="muted">where it registers from</span>`}</td>
-          <td>${t.createdAt}</td>
-          <td><${Time} at=${t.expiresAt} /></td>
+          <td>${exact(t.createdAt)}</td>
+          <td><${When} at=${t.expiresAt} nowMs=${nowMs} /></td>
           <td>${t.usedAt ? html`<${Time} at=${t.usedAt} />` : '–'}</td>
           <td><button type="button" class="small danger" aria-label="Delete token" onClick=${() => remove(t.tokenHash)}>Delete</button></td>
         </tr>`;

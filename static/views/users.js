@@ -124,12 +124,12 @@ export function Users() {
           <td>${methodsText(u.auth_methods)}</td>
           <td><${Time} at=${u.created_at} /></td>
           <td>${u.updated_at ? html`<${Time} at=${u.updated_at} />` : '–'}</td>
-          <td class="row">
+          <td><div class="row">
             <button type="button" class="small edit" onClick=${() => setEditing(editing === u.id ? null : u.id)}>Change password or methods</button>
             <button type="button" class="small danger delete" disabled=${!!guard} title=${guard || undefined}
               onClick=${() => setRemoving(u)}>Delete</button>
             ${guard && html`<span class="muted guard">${guard}</span>`}
-          </td>
+          </div></td>
         </tr>${editing === u.id && html`<tr key=${`e${u.id}`}><td colspan="5">
           <${EditUser} user=${u} self=${self} onDone=${load} onClose=${() => setEditing(null)} /></td></tr>`}`;
       })}</tbody>

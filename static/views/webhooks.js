@@ -26,7 +26,7 @@ export function Webhooks() {
   }
   return html`<section class="admin">
     <h1>Webhooks <a class="button primary" href="/webhooks/new" id="new-webhook">New webhook</a></h1>
-    <p class="muted">Each stored event at or above a webhook's level, of its kinds, is sent to it. Templates:
+    <p class="muted">Each stored event at or above a webhook's level, of its kinds, is sent to it. Templates:${' '}
       <a href="/docs/webhook-templates" target="_blank" rel="noopener">the template language</a>.</p>
     ${status && html`<p class="form-error" role="alert">${status}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !list.length

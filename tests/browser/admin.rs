@@ -187,8 +187,14 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
     let token = text_of(&b, "#new-token");
     assert_eq!(token.len(), 32, "the raw token is shown once: {token:?}");
     b.wait_text("#token-expiry", "Valid for");
-    assert!(text_of(&b, "#token-expiry").contains("29:") || text_of(&b, "#token-expiry").contains("30:"));
-    assert_eq!(text_of(&b, "#server-url"), server.url("").trim_end_matches('/'));
+    assert!(
+        text_of(&b, "#token-expiry").contains("29:")
+            || text_of(&b, "#token-expiry").contains("30:")
+    );
+    assert_eq!(
+        text_of(&b, "#server-url"),
+        server.url("").trim_end_matches('/')
+    );
     b.wait_text("#wait-client", "Waiting for the agent to register");
     b.screenshot("add-host-inbound-token");
     b.js("window.__noReload = 1", json!([]));
@@ -221,7 +227,10 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
     b.click("#name-site button[type=submit]");
     b.wait("#name-site-saved");
     let c = clients(&server, &admin);
-    assert_eq!((c[0]["displayName"].as_str(), c[0]["site"].as_str()), (Some("edge-7"), Some("dc-9")));
+    assert_eq!(
+        (c[0]["displayName"].as_str(), c[0]["site"].as_str()),
+        (Some("edge-7"), Some("dc-9"))
+    );
     b.screenshot("add-host-inbound-connected");
 
     // The client editor: a warning when the allowed address would refuse the
@@ -243,7 +252,11 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
         "[data-error-for=inboundAllowedIp]",
         "inboundAllowedIp: must be an IPv4 address or CIDR network",
     );
-    assert_eq!(value_of(&b, "#f-site"), "dc-10", "the form keeps what was typed");
+    assert_eq!(
+        value_of(&b, "#f-site"),
+        "dc-10",
+        "the form keeps what was typed"
+    );
     assert_eq!(clients(&server, &admin)[0]["site"], "dc-9", "nothing saved");
     b.set_field("#f-inboundAllowedIp", "127.0.0.1");
     b.click("#save-client");
@@ -275,7 +288,13 @@ fn an_outbound_host_is_added_through_the_wizard_and_a_wrong_pin_is_explained() {
     let pin = agent.pin();
 
     let b = Browser::start(1280, 900);
-    login(&b, &server, "admin", ADMIN_PASSWORD, "/clients/add?mode=outbound");
+    login(
+        &b,
+        &server,
+        "admin",
+        ADMIN_PASSWORD,
+        "/clients/add?mode=outbound",
+    );
     b.wait("#outbound-form");
     // Refused before any connection: the API's text beside the address field.
     b.type_into("#f-outboundTargetAddress", "http://127.0.0.1/x");
@@ -285,12 +304,21 @@ fn an_outbound_host_is_added_through_the_wizard_and_a_wrong_pin_is_explained() {
     let refused = text_of(&b, "[data-error-for=outboundTargetAddress]");
     assert!(refused.starts_with("outboundTargetAddress: "), "{refused}");
     // A wrong PIN: the server's reason and what to do.
-    b.set_field("#f-outboundTargetAddress", &format!("127.0.0.1:{}", agent.port));
+    b.set_field(
+        "#f-outboundTargetAddress",
+        &format!("127.0.0.1:{}", agent.port),
+    );
     b.set_field("#f-hostname", "lb-out");
     b.click("#add-outbound");
-    b.wait_text("#outbound-error", "Could not establish connection to client.");
+    b.wait_text(
+        "#outbound-error",
+        "Could not establish connection to client.",
+    );
     b.wait_text("#outbound-error", "Invalid secret");
-    b.wait_text("#outbound-help", "After 5 wrong attempts the agent replaces its PIN");
+    b.wait_text(
+        "#outbound-help",
+        "After 5 wrong attempts the agent replaces its PIN",
+    );
     assert_eq!(value_of(&b, "#f-registrationSecret"), "AAAA-AAAA", "kept");
     assert!(clients(&server, &admin).is_empty());
     b.screenshot("add-host-outbound-wrong-pin");
@@ -346,7 +374,8 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
     b.wait_text("#test-result", "answered 200");
     b.wait_text("#test-response", "received by the browser test");
     let sent: Value =
-        serde_json::from_str(&receiver.bodies.recv_timeout(WAIT).expect("a test delivery")).unwrap();
+        serde_json::from_str(&receiver.bodies.recv_timeout(WAIT).expect("a test delivery"))
+            .unwrap();
     assert!(sent["blocks"].is_array(), "{sent}");
 
     // A broken template: the located error in the preview and beside the field,
@@ -430,7 +459,9 @@ fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
     b.set_field("#scheduler-activity #f-notification_retention_days", "30");
     b.click("#scheduler-activity button[type=submit]");
     b.wait_text("#scheduler-activity .note", "Saved");
-    let settings = server.get("/api/v1/settings/cleanup", Auth::Cookie(&admin)).body;
+    let settings = server
+        .get("/api/v1/settings/cleanup", Auth::Cookie(&admin))
+        .body;
     assert_eq!(settings["notification_retention_days"], "30");
 
     // Run now: the status turns to a manual run, pushed over the dashboard socket.
@@ -459,7 +490,10 @@ fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
 
     // Level overrides: `none` is not offered for the incident kinds.
     b.click("#add-override");
-    b.set_field("#override-table tbody tr:last-child input.kind", "vrrp.incident_opened");
+    b.set_field(
+        "#override-table tbody tr:last-child input.kind",
+        "vrrp.incident_opened",
+    );
     assert_eq!(
         b.js(
             "return [...document.querySelectorAll('#override-table tbody tr:last-child option')].find(o => o.textContent === 'none').disabled",
@@ -467,12 +501,20 @@ fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
         ),
         json!(true)
     );
-    b.set_field("#override-table tbody tr:last-child input.kind", "client.connected");
+    b.set_field(
+        "#override-table tbody tr:last-child input.kind",
+        "client.connected",
+    );
     b.set_field("#override-table tbody tr:last-child select.level", "none");
     b.click("#overrides button[type=submit]");
     b.wait_text("#overrides .note", "Saved");
-    let settings = server.get("/api/v1/settings/cleanup", Auth::Cookie(&admin)).body;
-    assert_eq!(settings["activity_level_overrides"], "client.connected=none");
+    let settings = server
+        .get("/api/v1/settings/cleanup", Auth::Cookie(&admin))
+        .body;
+    assert_eq!(
+        settings["activity_level_overrides"],
+        "client.connected=none"
+    );
 }
 
 #[test]
@@ -482,7 +524,10 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
     let b = Browser::start(1280, 900);
     login(&b, &server, "admin", ADMIN_PASSWORD, "/users");
     b.wait_text("#user-list", "admin");
-    b.wait_text("#user-list tr[data-user=admin] .guard", "You cannot delete yourself.");
+    b.wait_text(
+        "#user-list tr[data-user=admin] .guard",
+        "You cannot delete yourself.",
+    );
     // Create a user.
     b.type_into("#create-user #f-username", "operator");
     b.type_into("#create-user #f-password", "operator-pw-1");

@@ -638,7 +638,10 @@ fn the_preview_renders_a_sample_with_the_real_engine_and_locates_errors() {
         .as_str()
         .unwrap()
         .starts_with("Incident opened for VRID 51 on site dc-1"));
-    assert_eq!(a.body["url"], "https://example.invalid/vrrp.incident_opened");
+    assert_eq!(
+        a.body["url"],
+        "https://example.invalid/vrrp.incident_opened"
+    );
     assert!(a.body["kinds"]
         .as_array()
         .unwrap()
@@ -647,7 +650,11 @@ fn the_preview_renders_a_sample_with_the_real_engine_and_locates_errors() {
     // A broken template: the same text a save answers with its 400.
     let broken = json!({ "name": "x", "url": "https://example.invalid/",
                          "bodyTemplate": r#"{"text": "{{event.message | nosuch}}"}"# });
-    let saved = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &broken.to_string());
+    let saved = server.post(
+        "/api/v1/webhooks",
+        Auth::Cookie(&admin),
+        &broken.to_string(),
+    );
     assert_eq!(saved.status, 400);
     let p = server.post(
         "/api/v1/webhooks/preview",
@@ -658,16 +665,23 @@ fn the_preview_renders_a_sample_with_the_real_engine_and_locates_errors() {
     assert_eq!(p.body["ok"], false);
     assert_eq!(p.body["field"], "bodyTemplate");
     assert_eq!(p.body["error"].as_str(), Some(saved.error()));
-    assert!(saved.error().starts_with("bodyTemplate: text:"), "{}", saved.error());
+    assert!(
+        saved.error().starts_with("bodyTemplate: text:"),
+        "{}",
+        saved.error()
+    );
 
     // An unknown sample kind and a body that is no object are the caller's errors.
     let p = server.post(
         "/api/v1/webhooks/preview",
         Auth::Cookie(&admin),
-        &json!({ "url": "https://x.invalid/", "bodyTemplate": "{}", "sampleKind": "nope" }).to_string(),
+        &json!({ "url": "https://x.invalid/", "bodyTemplate": "{}", "sampleKind": "nope" })
+            .to_string(),
     );
     assert_eq!(p.status, 400);
-    assert!(p.error().starts_with("sampleKind: must be one of vrrp.state_changed"));
+    assert!(p
+        .error()
+        .starts_with("sampleKind: must be one of vrrp.state_changed"));
     assert_eq!(
         server
             .post("/api/v1/webhooks/preview", Auth::None, "{}")
