@@ -74,7 +74,7 @@ impl RealAgent {
                 .lines()
                 .filter_map(|l| l.split("Setup PIN: ").nth(1))
                 .map(|p| p.trim().chars().take(9).collect::<String>())
-                .last()
+                .next_back()
         })
     }
 
