@@ -196,6 +196,14 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
         server.url("").trim_end_matches('/')
     );
     b.wait_text("#wait-client", "Waiting for the agent to register");
+    // Copy: to the clipboard, or (no clipboard for this page) selected for Ctrl+C.
+    b.click("#copy-token");
+    b.wait_js(
+        "the token copied or selected",
+        "const s = document.querySelector('.copy [role=status]')?.textContent || '';
+         return s === 'Copied.' || (s.startsWith('Selected') && getSelection().toString() === arguments[0])",
+        json!([token]),
+    );
     b.screenshot("add-host-inbound-token");
     b.js("window.__noReload = 1", json!([]));
 
@@ -572,4 +580,48 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
     b.wait_text("#live-indicator", "Live");
     assert!(!b.url().contains("/login"));
     assert!(server.login_answer("admin", "a-new-admin-pw").status < 300);
+}
+
+#[test]
+fn the_administration_views_fit_a_phone() {
+    let server = Server::start();
+    let b = Browser::start(375, 740);
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/settings");
+    let pages = [
+        ("/settings", "#scheduler-activity"),
+        ("/users", "#user-list"),
+        ("/webhooks/new", "button[data-template=pagerduty]"),
+        ("/tokens", "#token-form"),
+        ("/clients/add?mode=outbound", "#outbound-form"),
+    ];
+    for (path, ready) in pages {
+        b.goto(&server.url(path));
+        b.wait(ready);
+        assert_eq!(wider_than_the_screen(&b), json!([]), "{path} at 375 px");
+    }
+    // The editor with a template and its preview, and the inbound steps with a token.
+    b.goto(&server.url("/webhooks/new"));
+    b.click("button[data-template=pagerduty]");
+    b.wait("#preview-body");
+    assert_eq!(wider_than_the_screen(&b), json!([]), "webhook editor");
+    b.screenshot("phone-webhook-editor");
+    b.goto(&server.url("/clients/add?mode=inbound"));
+    b.click("#create-token");
+    b.wait("#new-token");
+    assert_eq!(wider_than_the_screen(&b), json!([]), "inbound steps");
+    b.screenshot("phone-add-host");
+}
+
+/// Elements reaching past the window's right edge (outside scrolling boxes),
+/// named by tag, id and class; empty when the page does not scroll sideways.
+fn wider_than_the_screen(b: &Browser) -> Value {
+    b.js(
+        "if (document.documentElement.scrollWidth <= window.innerWidth) return [];
+         const scrolls = (e) => { for (let p = e.parentElement; p; p = p.parentElement) {
+           const o = getComputedStyle(p).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; } return false; };
+         return [...document.querySelectorAll('body *')]
+           .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !scrolls(e))
+           .slice(0, 8).map(e => `${e.tagName.toLowerCase()}#${e.id}.${e.className}`);",
+        json!([]),
+    )
 }
