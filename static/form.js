@@ -10,7 +10,7 @@ export function fieldOf(message, known = {}) {
   for (const [text, field] of Object.entries(known)) {
     if (message.includes(text)) return field;
   }
-  const m = /^([A-Za-z_][A-Za-z0-9_]*)[^:\s]*: /.exec(message || '');
+  const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:[.[][^:]*)?: /.exec(message || '');
   return m ? m[1] : '';
 }
 

@@ -409,6 +409,14 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
     b.wait_text("[data-error-for=bodyTemplate]", &expected);
     assert_eq!(value_of(&b, "#f-bodyTemplate"), broken);
     assert_eq!(value_of(&b, "#f-name"), "team chat");
+    // A header the API refuses: its text beside the headers field.
+    b.set_field("#f-headers", "Bad Header: x");
+    b.click("#save-webhook");
+    b.wait_text(
+        "[data-error-for=headers]",
+        "headers.Bad Header: is not a header name",
+    );
+    b.set_field("#f-headers", "X-Team: {{webhook.name}}");
     // A timeout out of range: the API's text beside it.
     b.set_field("#f-bodyTemplate", r#"{"text": "{{event.message}}"}"#);
     b.set_field("#f-timeoutMs", "500");
@@ -428,6 +436,7 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
     assert_eq!(hooks[0]["name"], "team chat");
     assert_eq!(hooks[0]["timeoutMs"], 5000);
     assert_eq!(hooks[0]["url"], url.as_str());
+    assert_eq!(hooks[0]["headers"], json!({ "X-Team": "{{webhook.name}}" }));
     // The list, with the enabled switch.
     b.click("a[href='/webhooks']");
     b.wait_text("#webhook-list", "team chat");
@@ -549,6 +558,30 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
     b.wait_text("[data-error-for=username]", "Username already exists");
     assert_eq!(value_of(&b, "#create-user #f-username"), "operator");
 
+    // A single-sign-on user needs no password; giving them password login
+    // without one is refused with the API's sentence, beside the password field.
+    b.set_field("#create-user #f-auth_methods", "oidc");
+    b.wait_js(
+        "the password field to go for single sign-on",
+        "return !document.querySelector('#create-user #f-password')",
+        json!([]),
+    );
+    b.set_field("#create-user #f-username", "sso-user");
+    b.click("#create-user button[type=submit]");
+    b.wait("#user-list tr[data-user=sso-user]");
+    b.click("#user-list tr[data-user=sso-user] button.edit");
+    b.set_field("form[id^=edit-user] #f-auth_methods", "local");
+    b.click("form[id^=edit-user] button[type=submit]");
+    b.wait_text(
+        "form[id^=edit-user] [data-error-for=password]",
+        "A password is required for local authentication",
+    );
+    b.set_field("form[id^=edit-user] #f-password", "sso-user-pw-1");
+    b.click("form[id^=edit-user] button[type=submit]");
+    b.wait_text("form[id^=edit-user] .note", "sessions ended");
+    assert!(server.login_answer("sso-user", "sso-user-pw-1").status < 300);
+    b.click("form[id^=edit-user] button[type=button]");
+
     // The new user logs in elsewhere; deleting them sends that tab to login.
     let other = Browser::start(1024, 768);
     login(&other, &server, "operator", "operator-pw-1", "/clusters");
@@ -569,7 +602,25 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
     b.type_into("form[id^=edit-user] #f-password", "a-new-admin-pw");
     b.click("form[id^=edit-user] button[type=submit]");
     b.wait_text("form[id^=edit-user] .note", "You stay logged in");
+    // The server closed this tab's socket (4002, the old cookie is void);
+    // messages reach the tab again, so it reconnected with the fresh cookie.
+    let fresh = server.login("admin", "a-new-admin-pw");
+    let before = b.js("return window.vrrpLive.messages", json!([]));
+    wait_for(
+        "a broadcast to reach the tab after the password change",
+        || {
+            let ran = server.post(
+                "/api/v1/settings/cleanup/notifications",
+                Auth::Cookie(&fresh),
+                "",
+            );
+            assert!(ran.status < 300);
+            std::thread::sleep(Duration::from_millis(200));
+            (b.js("return window.vrrpLive.messages", json!([])) != before).then_some(())
+        },
+    );
     b.wait_text("#live-indicator", "Live");
+    assert_eq!(b.js("return window.__noReload", json!([])), json!(1));
     assert_eq!(
         server.get("/api/v1/me", Auth::Cookie(&admin)).status,
         401,
@@ -579,7 +630,6 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
     b.wait_text("#user-list", "admin");
     b.wait_text("#live-indicator", "Live");
     assert!(!b.url().contains("/login"));
-    assert!(server.login_answer("admin", "a-new-admin-pw").status < 300);
 }
 
 #[test]
