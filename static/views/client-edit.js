@@ -111,7 +111,7 @@ export function ClientEditor({ id }) {
       ${!outbound && html`<dt>Last address</dt><dd>${client.inboundLastIp || 'not connected yet'}</dd>`}
     </dl>
     <${Confirm} open=${confirm} title=${`Delete ${name}?`} action="Delete client"
-      text=${`The agent is disconnected and its stored reading deleted; it leaves its clusters, where open incidents it was part of resolve as “removed”. Its activity stays in the list. To watch this host again it must register anew.`}
+      text=${`The agent is disconnected and its stored reading deleted. It leaves its clusters: a cluster left with no member resolves its open incident as “removed”; the others are judged again without it. Its activity stays in the list. To watch this host again it must register anew.`}
       onConfirm=${remove} onClose=${() => setConfirm(false)} />
   </section>`;
 }
