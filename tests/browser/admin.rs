@@ -241,6 +241,40 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
     );
     b.screenshot("add-host-inbound-connected");
 
+    // The token list: this token used, naming edge-7; another made and deleted.
+    b.goto(&server.url("/tokens"));
+    b.wait_text("#token-list tbody tr", "edge-7");
+    b.wait_text("#token-list tbody tr .badge", "used");
+    b.type_into("#token-form #f-inboundAllowedIp", "192.0.2.0/33");
+    b.click("#token-form button[type=submit]");
+    b.wait_text(
+        "#token-form [data-error-for=inboundAllowedIp]",
+        "inboundAllowedIp: must be an IPv4 address or CIDR network",
+    );
+    b.set_field("#token-form #f-inboundAllowedIp", "192.0.2.0/24");
+    b.click("#token-form button[type=submit]");
+    b.wait("#token-issued #new-token");
+    b.wait_text("#token-list", "192.0.2.0/24");
+    let tokens = |server: &Server| {
+        server
+            .get("/api/v1/tokens", Auth::Cookie(&admin))
+            .body
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(tokens(&server), 2);
+    b.js(
+        "[...document.querySelectorAll('#token-list tbody tr')].find(r => r.textContent.includes('192.0.2.0/24')).querySelector('button').click()",
+        json!([]),
+    );
+    b.wait_js(
+        "the deleted token to leave the list",
+        "return document.querySelectorAll('#token-list tbody tr').length === 1",
+        json!([]),
+    );
+    assert_eq!(tokens(&server), 1);
+
     // The client editor: a warning when the allowed address would refuse the
     // address the agent last connected from; the API's text for a bad one.
     b.goto(&server.url(&format!("/clients/{id}/edit")));
