@@ -1,7 +1,7 @@
 // The shell: session check, navigation, live indicator, theme switch, toasts,
 // keyboard shortcuts; picks the view for the current route.
 import { render } from 'preact';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
 import { html } from './ui.js';
 import * as S from './state.js';
@@ -14,13 +14,32 @@ import { Clusters } from './views/clusters.js';
 import { ClusterDetail } from './views/cluster.js';
 import { Clients, ClientDetail } from './views/clients.js';
 import { Activity } from './views/activity.js';
-import { AddHost } from './views/add-host.js';
-import { ClientEditor } from './views/client-edit.js';
-import { Tokens } from './views/tokens.js';
-import { Webhooks } from './views/webhooks.js';
-import { WebhookEditor } from './views/webhook-edit.js';
-import { Settings } from './views/settings.js';
-import { Users } from './views/users.js';
+
+// The administration views load when first opened: the pages watched all day
+// (overview, clusters, activity) do not fetch them.
+function lazy(load, name) {
+  let Component = null;
+  let pending = null;
+  return function LazyView(props) {
+    const [failed, setFailed] = useState('');
+    const [, loaded] = useState(0);
+    useEffect(() => {
+      if (Component) return;
+      pending = pending || load().then((m) => { Component = m[name]; });
+      pending.then(() => loaded((n) => n + 1), (e) => { pending = null; setFailed(e.message || String(e)); });
+    }, []);
+    if (Component) return html`<${Component} ...${props} />`;
+    if (failed) return html`<section><p class="form-error" role="alert">This page could not be loaded (${failed}). <button type="button" onClick=${() => location.reload()}>Reload</button></p></section>`;
+    return html`<div class="loading" aria-busy="true">Loading…</div>`;
+  };
+}
+const AddHost = lazy(() => import('./views/add-host.js'), 'AddHost');
+const ClientEditor = lazy(() => import('./views/client-edit.js'), 'ClientEditor');
+const Tokens = lazy(() => import('./views/tokens.js'), 'Tokens');
+const Webhooks = lazy(() => import('./views/webhooks.js'), 'Webhooks');
+const WebhookEditor = lazy(() => import('./views/webhook-edit.js'), 'WebhookEditor');
+const Settings = lazy(() => import('./views/settings.js'), 'Settings');
+const Users = lazy(() => import('./views/users.js'), 'Users');
 
 // --- session ---
 

@@ -670,7 +670,34 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
 fn the_administration_views_fit_a_phone() {
     let server = Server::start();
     let b = Browser::start(375, 740);
-    login(&b, &server, "admin", ADMIN_PASSWORD, "/settings");
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/");
+    // The administration views load when first opened, not with the overview.
+    let fetched = "return performance.getEntriesByType('resource').map(e => new URL(e.name).pathname).filter(p => p.startsWith('/views/'))";
+    let views = b.js(fetched, json!([]));
+    assert!(
+        views
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == "/views/overview.js"),
+        "{views}"
+    );
+    assert!(
+        !views
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v == "/views/settings.js" || v == "/views/webhook-edit.js"),
+        "{views}"
+    );
+    b.click("nav a[href='/settings']");
+    b.wait("#scheduler-activity");
+    assert!(b
+        .js(fetched, json!([]))
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v == "/views/settings.js"));
     let pages = [
         ("/settings", "#scheduler-activity"),
         ("/users", "#user-list"),
