@@ -409,6 +409,16 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
     b.wait_text("#preview-body", "*lb-1*: MASTER");
     b.wait_text("#preview-url", &url);
     b.screenshot("webhook-preview");
+    // The template language page it links to is there.
+    let docs = b.js(
+        "const a = document.getElementById('template-docs');
+         return fetch(a.href).then(async r => [new URL(a.href).pathname, r.status, (await r.text()).slice(0, 20)])",
+        json!([]),
+    );
+    assert_eq!(
+        docs,
+        json!(["/docs/webhook-templates", 200, "# Webhook templates\n"])
+    );
 
     // Send test: the receiver's answer is shown.
     b.click("#send-test");
