@@ -481,9 +481,32 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
     assert_eq!(hooks[0]["timeoutMs"], 5000);
     assert_eq!(hooks[0]["url"], url.as_str());
     assert_eq!(hooks[0]["headers"], json!({ "X-Team": "{{webhook.name}}" }));
-    // The list, with the enabled switch.
+    // A real delivery: an agent reports a warning; the list shows its outcome.
+    let agent = crate::FakeAgent::connect(
+        &server,
+        &admin,
+        "lb-1",
+        crate::member("VI_1", "MASTER", 100),
+    );
+    agent.events(vec![
+        json!({ "id": "w-1", "occurredAt": "2026-11-21T09:00:00.000Z",
+        "kind": "keepalived.stopped", "level": "warning", "correlationId": null,
+        "subject": {}, "data": { "pid": 42, "version": "2.2.7" } }),
+    ]);
+    let delivered: Value =
+        serde_json::from_str(&receiver.bodies.recv_timeout(WAIT).expect("a delivery")).unwrap();
+    assert!(
+        delivered["text"].as_str().unwrap().contains("lb-1"),
+        "{delivered}"
+    );
+    wait_for("the delivery's outcome to be stored", || {
+        let hooks = server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body;
+        (hooks[0]["lastStatus"] == 200).then_some(())
+    });
+    // The list, with the last delivery and the enabled switch.
     b.click("a[href='/webhooks']");
     b.wait_text("#webhook-list", "team chat");
+    b.wait_text("#webhook-list td .badge.ok", "200");
     b.click("#webhook-list input[type=checkbox]");
     wait_for("the webhook to be disabled", || {
         (server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body[0]["enabled"] == false)
