@@ -42,7 +42,7 @@ export function Webhooks() {
           <td class="wrap">${w.method} ${w.url}</td>
           <td class="wrap">${!w.lastAttemptAt ? html`<span class="muted">never</span>` : html`
             <span class=${`badge ${w.lastError ? 'bad' : 'ok'}`}>${w.lastStatus ?? 'no answer'}</span>
-            ${w.lastError && html` ${w.lastError}`} <${Time} at=${w.lastAttemptAt} />`}</td>
+            ${w.lastError && html` ${w.lastError}`} <span class="muted">· <${Time} at=${w.lastAttemptAt} /></span>`}</td>
         </tr>`)}</tbody>
       </table></div>`}
   </section>`;
