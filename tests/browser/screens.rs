@@ -128,6 +128,9 @@ fn docs_screenshots() {
         .unwrap()["webhook"]
         .clone();
     slack["name"] = json!("Team chat");
+    // A reserved name: the fixture's incident is offered to it, and nothing
+    // outside this machine may receive it (the failed attempt shows in the list).
+    slack["url"] = json!("https://hooks.slack.example/services/T000/B000/XXXX");
     slack["kinds"] = json!(["vrrp.incident_*"]);
     let hook = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &slack.to_string());
     assert!(hook.status < 300, "{:?}", hook.body);
@@ -144,6 +147,14 @@ fn docs_screenshots() {
         "",
     );
     assert!(ran.status < 300, "{:?}", ran.body);
+
+    // Both themes show the same outcome: wait for the incident's delivery
+    // (refused, after its two retries) to be stored.
+    let t0 = std::time::Instant::now();
+    while server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body[0]["lastAttemptAt"].is_null() {
+        assert!(t0.elapsed().as_secs() < 30, "no delivery outcome stored");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     let pages = [
         ("overview", "/".to_owned(), ".incidents"),
