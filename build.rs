@@ -25,7 +25,10 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("static");
+    // Read when the script runs, not baked in when it was compiled: a target/
+    // copied from another checkout must not embed that checkout's files.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest).join("static");
     println!("cargo:rerun-if-changed=static");
     let mut files = Vec::new();
     walk(&root, &mut files);

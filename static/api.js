@@ -43,6 +43,7 @@ export async function api(method, path, body) {
 export const get = (path) => api('GET', path);
 export const post = (path, body) => api('POST', path, body);
 export const del = (path) => api('DELETE', path);
+export const put = (path, body) => api('PUT', path, body);
 
 export function query(params) {
   const q = new URLSearchParams();

@@ -1,7 +1,7 @@
 // The shell: session check, navigation, live indicator, theme switch, toasts,
 // keyboard shortcuts; picks the view for the current route.
 import { render } from 'preact';
-import { useEffect } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
 import { html } from './ui.js';
 import * as S from './state.js';
@@ -14,6 +14,32 @@ import { Clusters } from './views/clusters.js';
 import { ClusterDetail } from './views/cluster.js';
 import { Clients, ClientDetail } from './views/clients.js';
 import { Activity } from './views/activity.js';
+
+// The administration views load when first opened: the pages watched all day
+// (overview, clusters, activity) do not fetch them.
+function lazy(load, name) {
+  let Component = null;
+  let pending = null;
+  return function LazyView(props) {
+    const [failed, setFailed] = useState('');
+    const [, loaded] = useState(0);
+    useEffect(() => {
+      if (Component) return;
+      pending = pending || load().then((m) => { Component = m[name]; });
+      pending.then(() => loaded((n) => n + 1), (e) => { pending = null; setFailed(e.message || String(e)); });
+    }, []);
+    if (Component) return html`<${Component} ...${props} />`;
+    if (failed) return html`<section><p class="form-error" role="alert">This page could not be loaded (${failed}). <button type="button" onClick=${() => location.reload()}>Reload</button></p></section>`;
+    return html`<div class="loading" aria-busy="true">Loading…</div>`;
+  };
+}
+const AddHost = lazy(() => import('./views/add-host.js'), 'AddHost');
+const ClientEditor = lazy(() => import('./views/client-edit.js'), 'ClientEditor');
+const Tokens = lazy(() => import('./views/tokens.js'), 'Tokens');
+const Webhooks = lazy(() => import('./views/webhooks.js'), 'Webhooks');
+const WebhookEditor = lazy(() => import('./views/webhook-edit.js'), 'WebhookEditor');
+const Settings = lazy(() => import('./views/settings.js'), 'Settings');
+const Users = lazy(() => import('./views/users.js'), 'Users');
 
 // --- session ---
 
@@ -45,6 +71,20 @@ export async function startSession() {
   live.refreshClusters(true);
   live.loadIncidents();
 }
+
+// Own password changed (views/users.js): the answer set a fresh cookie; take
+// its new expiry. The socket reconnects by itself after its close 4002.
+addEventListener('vrrp:session-renewed', async () => {
+  try {
+    const me = await get('/api/v1/me');
+    S.session.value = me;
+    clearTimeout(expiryTimer);
+    if (me.expiresAt) {
+      const left = Math.min(Date.parse(me.expiresAt) - Date.now(), 2 ** 31 - 1);
+      expiryTimer = setTimeout(() => { endSession(); goLogin(); }, Math.max(0, left));
+    }
+  } catch { /* a 401 already went to login */ }
+});
 
 async function logout() {
   try { await post('/api/auth/logout'); } catch { /* cookies are cleared anyway on the next 401 */ }
@@ -96,6 +136,7 @@ function Toasts() {
 
 const NAV = [
   ['/', 'Overview'], ['/clusters', 'Clusters'], ['/clients', 'Clients'], ['/activity', 'Activity'],
+  ['/webhooks', 'Webhooks'], ['/settings', 'Settings'], ['/users', 'Users'],
 ];
 
 function Shell({ children }) {
@@ -124,6 +165,14 @@ function pickView(path) {
   if (path === '/clusters') return html`<${Clusters} />`;
   if (path.startsWith('/clusters/')) return html`<${ClusterDetail} id=${decodeURIComponent(path.slice(10))} />`;
   if (path === '/clients') return html`<${Clients} />`;
+  if (path === '/clients/add') return html`<${AddHost} />`;
+  const edit = /^\/clients\/([^/]+)\/edit$/.exec(path);
+  if (edit) return html`<${ClientEditor} id=${decodeURIComponent(edit[1])} />`;
+  if (path === '/tokens') return html`<${Tokens} />`;
+  if (path === '/webhooks') return html`<${Webhooks} />`;
+  if (path.startsWith('/webhooks/')) return html`<${WebhookEditor} id=${decodeURIComponent(path.slice(10))} />`;
+  if (path === '/settings') return html`<${Settings} />`;
+  if (path === '/users') return html`<${Users} />`;
   if (path.startsWith('/clients/')) return html`<${ClientDetail} id=${decodeURIComponent(path.slice(9))} />`;
   if (path === '/activity') return html`<${Activity} />`;
   return html`<section><h1>Not found</h1><p>There is no page at this address. <a href="/">Overview</a></p></section>`;

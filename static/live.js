@@ -133,8 +133,13 @@ function flush() {
             refreshCounts();
           }
           break;
+        case 'SCHEDULER_STATUS_UPDATE':
+          if (p && typeof p.scheduler === 'string' && p.status && typeof p.status === 'object') {
+            S.schedulers.value = { ...S.schedulers.value, [p.scheduler]: p.status };
+          }
+          break;
         default:
-          break; // SCHEDULER_STATUS_UPDATE is part 2's; unknown types are dropped
+          break; // unknown types are dropped
       }
     }
     if (readings) S.readings.value = readings;

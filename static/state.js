@@ -16,6 +16,7 @@ export const unseenAlerts = signal(0); // unseen warnings and errors
 export const activityVersion = signal(0); // bumps when the activity list changed
 export const toasts = signal([]); // {id, level, count, message}
 export const now = signal(Date.now());
+export const schedulers = signal({}); // scheduler name -> Scheduler status (REST, then SCHEDULER_STATUS_UPDATE)
 
 setInterval(() => { now.value = Date.now(); }, 15000);
 

@@ -83,3 +83,71 @@ pub fn templates(_app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiRes
         .collect();
     Ok(Resp::ok(&list))
 }
+
+/// `POST /api/v1/webhooks/preview` (beyond the spec, see ARCHITECTURE.md): the
+/// editor's live preview. Same body as create plus an optional `sampleKind`;
+/// validated exactly as a save is (a blank name aside: it does not change how a
+/// body renders), then the sample event of that kind is rendered with the real
+/// engine. Sends nothing, records nothing. A webhook that would be refused is a
+/// 200 `{ok: false, field, error}` carrying the save's own 400 text, so the
+/// editor can place it beside the field while the operator types.
+pub fn preview(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    use crate::webhooks::delivery;
+    let body = Body::parse(&req.body)?;
+    let samples = delivery::samples(app.clock.now());
+    let kinds: Vec<&str> = samples.iter().filter_map(|e| e["kind"].as_str()).collect();
+    let wanted = match body.optional_string("sampleKind")? {
+        Some(k) if !k.is_empty() => Some(
+            samples
+                .iter()
+                .find(|e| e["kind"] == k.as_str())
+                .ok_or_else(|| {
+                    invalid(
+                        "sampleKind",
+                        &format!("must be one of {}", kinds.join(", ")),
+                    )
+                })?
+                .clone(),
+        ),
+        _ => None,
+    };
+    let mut object = body.object().clone();
+    object.remove("sampleKind");
+    let blank_name = object
+        .get("name")
+        .is_none_or(|n| n.as_str().is_some_and(|s| s.trim().is_empty()) || n.is_null());
+    if blank_name {
+        object.insert("name".into(), json!("(unnamed)"));
+    }
+    let refused = |field: &str, error: String| {
+        Ok(Resp::ok(&json!({
+            "ok": false, "field": field, "error": error, "kinds": kinds,
+        })))
+    };
+    let spec = match store::validate(&object) {
+        Ok(spec) => spec,
+        Err((field, message)) => return refused(&field, format!("{field}: {message}")),
+    };
+    let event = wanted.unwrap_or_else(|| delivery::sample_for(&spec, app.clock.now()));
+    let ctx = delivery::context(&app.db, &event, &spec.name);
+    let rendered = match delivery::render(&spec, &ctx) {
+        Ok(r) => r,
+        // validate compiled every template already; kept for a render-time refusal.
+        Err(e) => return refused("bodyTemplate", format!("bodyTemplate: {e}")),
+    };
+    let headers: serde_json::Map<String, serde_json::Value> = rendered
+        .headers
+        .into_iter()
+        .map(|(k, v)| (k, json!(v)))
+        .collect();
+    Ok(Resp::ok(&json!({
+        "ok": true,
+        "kind": event["kind"],
+        "message": ctx["event"]["message"],
+        "method": spec.method,
+        "url": rendered.url,
+        "headers": headers,
+        "body": rendered.body,
+        "kinds": kinds,
+    })))
+}

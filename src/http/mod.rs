@@ -302,6 +302,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 ("GET", ["api", "v1", "webhooks", "templates"]) => api_webhooks::templates,
                 ("POST", ["api", "v1", "webhooks"]) => api_webhooks::create,
                 ("POST", ["api", "v1", "webhooks", "test"]) => api_webhooks::test,
+                ("POST", ["api", "v1", "webhooks", "preview"]) => api_webhooks::preview,
                 ("PUT", ["api", "v1", "webhooks", _]) => api_webhooks::update,
                 ("DELETE", ["api", "v1", "webhooks", _]) => api_webhooks::delete,
                 _ => return Err(ApiError::not_found("Not found")),

@@ -38,7 +38,7 @@ export function Clients() {
   const list = S.clients.value.filter((c) => (!status || c.status === status) && matches(c, q))
     .sort((a, b) => (a.status === b.status ? 0 : a.status === 'offline' ? -1 : 1) || nameOf(a).localeCompare(nameOf(b)));
   return html`<section>
-    <h1>Clients</h1>
+    <h1>Clients <a class="button primary" href="/clients/add" id="add-host">Add a host</a> <a class="button" href="/tokens">Registration tokens</a></h1>
     <div class="filters row">
       <input type="search" data-search placeholder="Search name, site, version, address ( / )" aria-label="Search clients"
         value=${q} onInput=${(e) => setParams({ q: e.currentTarget.value })} />
@@ -118,6 +118,7 @@ export function ClientDetail({ id }) {
     </div>
     <div class="row">
       <button type="button" id="refresh-reading" onClick=${ask}>Refresh reading</button>
+      <a class="button" id="edit-client" href=${`/clients/${encodeURIComponent(id)}/edit`}>Edit, reconnect or delete</a>
       ${refresh && html`<span role="status" id="refresh-status">${refresh}</span>`}
       ${reading && html`<span class="muted">Received <${Time} at=${reading.receivedAt} /></span>`}
     </div>

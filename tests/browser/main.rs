@@ -11,6 +11,7 @@
 mod harness;
 mod webdriver;
 
+mod admin;
 mod bench;
 mod screens;
 mod timeline;

@@ -109,6 +109,53 @@ fn docs_screenshots() {
         .as_str()
         .unwrap()
         .to_owned();
+    // The administration views' content: a token, a webhook from the Slack
+    // template, a second user, a manual cleanup run.
+    let token = server.post(
+        "/api/v1/tokens",
+        Auth::Cookie(&admin),
+        &json!({ "displayName": "edge-2" }).to_string(),
+    );
+    assert!(token.status < 300, "{:?}", token.body);
+    let templates = server
+        .get("/api/v1/webhooks/templates", Auth::Cookie(&admin))
+        .body;
+    let mut slack = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "slack")
+        .unwrap()["webhook"]
+        .clone();
+    slack["name"] = json!("Team chat");
+    // A reserved name: the fixture's incident is offered to it, and nothing
+    // outside this machine may receive it (the failed attempt shows in the list).
+    slack["url"] = json!("https://hooks.slack.example/services/T000/B000/XXXX");
+    slack["kinds"] = json!(["vrrp.incident_*"]);
+    let hook = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &slack.to_string());
+    assert!(hook.status < 300, "{:?}", hook.body);
+    let hook_id = hook.body["id"].as_str().unwrap().to_owned();
+    let user = server.post(
+        "/api/v1/users",
+        Auth::Cookie(&admin),
+        &json!({ "username": "operator", "password": "operator-pw-1" }).to_string(),
+    );
+    assert!(user.status < 300, "{:?}", user.body);
+    let ran = server.post(
+        "/api/v1/settings/cleanup/notifications",
+        Auth::Cookie(&admin),
+        "",
+    );
+    assert!(ran.status < 300, "{:?}", ran.body);
+
+    // Both themes show the same outcome: wait for the incident's delivery
+    // (refused, after its two retries) to be stored.
+    let t0 = std::time::Instant::now();
+    while server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body[0]["lastAttemptAt"].is_null() {
+        assert!(t0.elapsed().as_secs() < 30, "no delivery outcome stored");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+
     let pages = [
         ("overview", "/".to_owned(), ".incidents"),
         ("clusters", "/clusters".to_owned(), "article.cluster"),
@@ -127,6 +174,24 @@ fn docs_screenshots() {
             "/activity?level=info".to_owned(),
             "#activity-list",
         ),
+        (
+            "client-edit",
+            format!("/clients/{}/edit", lb_a.identity.id),
+            "#client-form",
+        ),
+        ("tokens", "/tokens".to_owned(), "#token-list"),
+        ("webhooks", "/webhooks".to_owned(), "#webhook-list"),
+        (
+            "webhook-editor",
+            format!("/webhooks/{hook_id}"),
+            "#preview-body",
+        ),
+        (
+            "settings",
+            "/settings".to_owned(),
+            "#scheduler-activity .badge",
+        ),
+        ("users", "/users".to_owned(), "#user-list"),
     ];
     for theme in ["light", "dark"] {
         b.js(
@@ -143,6 +208,13 @@ fn docs_screenshots() {
             );
             b.screenshot_to(&dir.join(format!("{name}-{theme}.png")));
         }
+        // The add-a-host wizard with a token issued, waiting for the agent.
+        b.goto(&server.url("/clients/add?mode=inbound"));
+        b.type_into("#f-displayName", "edge-3");
+        b.click("#create-token");
+        b.wait("#new-token");
+        b.wait_text("#live-indicator", "Live");
+        b.screenshot_to(&dir.join(format!("add-host-{theme}.png")));
     }
 }
 

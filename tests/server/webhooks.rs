@@ -612,3 +612,85 @@ fn the_template_language_page_is_served_for_the_dashboard_to_link() {
         assert!(text.contains(directive), "the page documents {directive}");
     }
 }
+
+/// The editor's live preview (an extension beyond the spec, ARCHITECTURE.md):
+/// renders the sample of the chosen kind with the real engine, refuses with the
+/// save's own text, sends nothing and needs a session.
+#[test]
+fn the_preview_renders_a_sample_with_the_real_engine_and_locates_errors() {
+    let server = Server::start();
+    let admin = server.admin();
+    let template = r#"{"text": "{{event.message}}", "kind": "{{event.kind | upper}}", "hook": "{{webhook.name}}"}"#;
+    let body = json!({ "url": "https://example.invalid/{{event.kind}}", "bodyTemplate": template,
+                       "sampleKind": "vrrp.incident_opened" });
+    let a = server.post(
+        "/api/v1/webhooks/preview",
+        Auth::Cookie(&admin),
+        &body.to_string(),
+    );
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert_eq!(a.body["ok"], true);
+    assert_eq!(a.body["kind"], "vrrp.incident_opened");
+    assert_eq!(a.body["body"]["kind"], "VRRP.INCIDENT_OPENED");
+    assert_eq!(a.body["body"]["hook"], "(unnamed)", "a blank name previews");
+    assert_eq!(a.body["body"]["text"], a.body["message"]);
+    assert!(a.body["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("Incident opened for VRID 51 on site dc-1"));
+    assert_eq!(
+        a.body["url"],
+        "https://example.invalid/vrrp.incident_opened"
+    );
+    assert!(a.body["kinds"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("keepalived.stopped")));
+
+    // A broken template: the same text a save answers with its 400.
+    let broken = json!({ "name": "x", "url": "https://example.invalid/",
+                         "bodyTemplate": r#"{"text": "{{event.message | nosuch}}"}"# });
+    let saved = server.post(
+        "/api/v1/webhooks",
+        Auth::Cookie(&admin),
+        &broken.to_string(),
+    );
+    assert_eq!(saved.status, 400);
+    let p = server.post(
+        "/api/v1/webhooks/preview",
+        Auth::Cookie(&admin),
+        &broken.to_string(),
+    );
+    assert_eq!(p.status, 200);
+    assert_eq!(p.body["ok"], false);
+    assert_eq!(p.body["field"], "bodyTemplate");
+    assert_eq!(p.body["error"].as_str(), Some(saved.error()));
+    assert!(
+        saved.error().starts_with("bodyTemplate: text:"),
+        "{}",
+        saved.error()
+    );
+
+    // An unknown sample kind and a body that is no object are the caller's errors.
+    let p = server.post(
+        "/api/v1/webhooks/preview",
+        Auth::Cookie(&admin),
+        &json!({ "url": "https://x.invalid/", "bodyTemplate": "{}", "sampleKind": "nope" })
+            .to_string(),
+    );
+    assert_eq!(p.status, 400);
+    assert!(p
+        .error()
+        .starts_with("sampleKind: must be one of vrrp.state_changed"));
+    assert_eq!(
+        server
+            .post("/api/v1/webhooks/preview", Auth::None, "{}")
+            .status,
+        401
+    );
+    assert_eq!(
+        server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body,
+        json!([]),
+        "nothing saved"
+    );
+}

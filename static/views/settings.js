@@ -1,0 +1,160 @@
+// Settings: retention and interval per cleanup scheduler with its status, live
+// from SCHEDULER_STATUS_UPDATE, and run-now buttons; the per-kind level overrides
+// as a table.
+import { useEffect, useState } from 'preact/hooks';
+import { html, Time } from '../ui.js';
+import * as S from '../state.js';
+import { get, post, put } from '../api.js';
+import { Field, Input, FieldError, useErrors, When } from '../form.js';
+
+const SCHEDULERS = [
+  {
+    name: 'notification-cleanup', title: 'Activity cleanup', run: '/api/v1/settings/cleanup/notifications', id: 'activity',
+    keys: [
+      ['notification_retention_days', 'Keep events for (days)', 'Measured against when they happened; 0 means the default 90.'],
+      ['notification_retention_count', 'Always keep the newest (events)', 'However old they are.'],
+      ['notification_cleanup_interval_hours', 'Run every (hours)', '0 switches the scheduler off.'],
+    ],
+  },
+  {
+    name: 'token-cleanup', title: 'Registration token cleanup', run: '/api/v1/settings/cleanup/invalid-tokens', id: 'tokens',
+    keys: [
+      ['token_retention_days', 'Keep used and expired tokens for (days)', '0 removes them on the next run.'],
+      ['token_cleanup_interval_hours', 'Run every (hours)', '0 switches the scheduler off.'],
+    ],
+  },
+];
+const OVERRIDES = 'activity_level_overrides';
+// Kinds the server and agents record (any other kind may be typed).
+const KINDS = ['vrrp.state_changed', 'vrrp.instance_added', 'vrrp.instance_removed', 'keepalived.started', 'keepalived.stopped',
+  'keepalived.unreadable', 'client.connected', 'client.disconnected', 'client.registered', 'scheduler.failed',
+  'vrrp.master_changed', 'vrrp.split_brain', 'vrrp.master_lost', 'vrrp.incident_opened', 'vrrp.incident_updated', 'vrrp.incident_resolved'];
+// The API refuses `none` for these: an incident must always be recorded.
+const NEVER_NONE = ['vrrp.incident_opened', 'vrrp.incident_resolved'];
+const OVERRIDE_LEVELS = ['trace', 'info', 'warning', 'error', 'none'];
+
+function parseOverrides(text) {
+  return (text || '').split(/[,\n]/).map((e) => e.trim()).filter(Boolean).map((e) => {
+    const at = e.indexOf('=');
+    return at < 0 ? { kind: e, level: '' } : { kind: e.slice(0, at).trim(), level: e.slice(at + 1).trim() };
+  });
+}
+
+function Status({ status }) {
+  if (!status) return html`<p class="muted">Status unknown.</p>`;
+  const last = status.lastRun;
+  return html`<dl class="facts scheduler-status">
+    <dt>Now</dt><dd>${status.isRunning ? html`<span class="badge warn">running</span>` : 'idle'}</dd>
+    <dt>Last run</dt><dd>${!last ? html`<span class="muted">never</span>` : html`
+      <span class=${`badge ${last.status === 'success' ? 'ok' : 'bad'}`}>${last.status}</span>
+      ${' '}${last.trigger === 'manual' ? 'run by hand' : 'on schedule'}, <${Time} at=${last.startedAt} />
+      ${last.result && typeof last.result.removed === 'number' ? html`; removed <strong class="removed">${last.result.removed}</strong>` : ''}
+      ${last.error ? html`; <span class="form-error">${last.error}</span>` : ''}`}</dd>
+    <dt>Next run</dt><dd>${status.nextRun ? html`<${When} at=${status.nextRun} nowMs=${S.now.value} />` : html`<span class="muted">none (switched off)</span>`}</dd>
+  </dl>`;
+}
+
+function Scheduler({ def, settings, onSaved }) {
+  const initial = Object.fromEntries(def.keys.map(([k]) => [k, String(settings[k] ?? '')]));
+  const [values, setValues] = useState(initial);
+  const { errors, fail, clear } = useErrors();
+  const [note, setNote] = useState('');
+  const status = S.schedulers.value[def.name];
+  async function save(e) {
+    e.preventDefault();
+    clear();
+    setNote('');
+    const changed = Object.fromEntries(def.keys.map(([k]) => [k, values[k]]).filter(([k, v]) => v !== String(settings[k] ?? '')));
+    if (!Object.keys(changed).length) { setNote('Nothing changed.'); return; }
+    try {
+      await put('/api/v1/settings/cleanup', changed);
+      setNote('Saved; the scheduler restarted with it.');
+      onSaved();
+    } catch (err) { fail(err, def.keys.map(([k]) => k)); }
+  }
+  async function runNow() {
+    setNote('');
+    try {
+      const r = await post(def.run);
+      setNote(`Ran: removed ${r && typeof r.removed === 'number' ? r.removed : '?'}.`);
+    } catch (err) { setNote(err.message); }
+  }
+  return html`<form class="card form" id=${`scheduler-${def.id}`} data-scheduler=${def.name} onSubmit=${save}>
+    <h2>${def.title}</h2>
+    <${Status} status=${status} />
+    ${def.keys.map(([k, label, hint]) => html`<${Field} key=${k} label=${label} name=${k} error=${errors[k]} hint=${hint}>
+      <${Input} name=${k} values=${values} setValues=${setValues} errors=${errors} inputmode="numeric" /><//>`)}
+    <${FieldError} error=${errors['']} />
+    <div class="row">
+      <button type="submit" class="primary">Save</button>
+      <button type="button" class="run-now" disabled=${status?.isRunning} onClick=${runNow}>Run now</button>
+      ${note && html`<span role="status" class="note">${note}</span>`}
+    </div>
+  </form>`;
+}
+
+function Overrides({ settings, onSaved }) {
+  const [rows, setRows] = useState(parseOverrides(settings[OVERRIDES]));
+  const { errors, fail, clear } = useErrors();
+  const [note, setNote] = useState('');
+  const setRow = (i, change) => setRows(rows.map((r, j) => (i === j ? { ...r, ...change } : r)));
+  async function save(e) {
+    e.preventDefault();
+    clear();
+    setNote('');
+    const text = rows.filter((r) => r.kind.trim()).map((r) => `${r.kind.trim()}=${r.level}`).join(',');
+    try {
+      await put('/api/v1/settings/cleanup', { [OVERRIDES]: text });
+      setNote('Saved; applies to the next event written.');
+      onSaved();
+    } catch (err) { fail(err, [OVERRIDES]); }
+  }
+  return html`<form class="card form" id="overrides" onSubmit=${save}>
+    <h2>Level per kind</h2>
+    <p class="muted">Record a kind at another level, or not at all (none). Events already stored keep their level.</p>
+    <datalist id="known-kinds">${KINDS.map((k) => html`<option value=${k} key=${k} />`)}</datalist>
+    <div class="table-wrap"><table id="override-table">
+      <thead><tr><th scope="col">Kind</th><th scope="col">Level</th><th scope="col"><span class="sr">Remove</span></th></tr></thead>
+      <tbody>${rows.map((r, i) => html`<tr key=${i}>
+        <td><input list="known-kinds" aria-label="Kind" value=${r.kind} class="kind"
+          onInput=${(e) => setRow(i, { kind: e.currentTarget.value })} /></td>
+        <td><select aria-label="Level" value=${r.level} class="level" onChange=${(e) => setRow(i, { level: e.currentTarget.value })}>
+          ${!OVERRIDE_LEVELS.includes(r.level) && html`<option value=${r.level}>${r.level || 'choose'}</option>`}
+          ${OVERRIDE_LEVELS.map((l) => html`<option key=${l} value=${l} disabled=${l === 'none' && NEVER_NONE.includes(r.kind.trim())}
+            title=${l === 'none' && NEVER_NONE.includes(r.kind.trim()) ? 'Incidents are always recorded' : undefined}>${l}</option>`)}
+        </select>${r.level === 'none' && NEVER_NONE.includes(r.kind.trim())
+          ? html` <span class="form-error">Incidents are always recorded: pick a level.</span>` : ''}</td>
+        <td><button type="button" class="small" aria-label="Remove" onClick=${() => setRows(rows.filter((_, j) => j !== i))}>×</button></td>
+      </tr>`)}</tbody>
+    </table></div>
+    ${!rows.length && html`<p class="empty">No overrides: every kind is recorded at its own level.</p>`}
+    <${FieldError} name=${OVERRIDES} error=${errors[OVERRIDES] || errors['']} />
+    <div class="row">
+      <button type="button" id="add-override" onClick=${() => setRows([...rows, { kind: '', level: 'info' }])}>Add a kind</button>
+      <button type="submit" class="primary">Save</button>
+      ${note && html`<span role="status" class="note">${note}</span>`}
+    </div>
+  </form>`;
+}
+
+export function Settings() {
+  const [settings, setSettings] = useState(null);
+  const [error, setError] = useState('');
+  async function load() {
+    try {
+      const [s, st] = await Promise.all([get('/api/v1/settings/cleanup'), get('/api/v1/settings/scheduler-status')]);
+      // Pushed updates that arrived meanwhile are newer than this answer.
+      S.schedulers.value = { ...(st?.schedulers || {}), ...S.schedulers.value };
+      setSettings(s || {});
+    } catch (e) { setError(e.message); }
+  }
+  useEffect(() => { document.title = 'Settings · vrrp-monitor'; load(); }, []);
+  if (!settings) return html`<section><h1>Settings</h1>${error ? html`<p class="form-error">${error}</p>` : html`<p class="loading">Loading…</p>`}</section>`;
+  return html`<section class="admin">
+    <h1>Settings</h1>
+    <div class="grid-2">
+      ${SCHEDULERS.map((d) => html`<${Scheduler} key=${d.name} def=${d} settings=${settings} onSaved=${load} />`)}
+    </div>
+    <${Overrides} settings=${settings} onSaved=${load} />
+  </section>`;
+}

@@ -1,0 +1,77 @@
+// Registration tokens: every token made (unused, used, expired) with the name and
+// address it gives its client; create one (shown once) and delete.
+import { useEffect, useState } from 'preact/hooks';
+import { html, Time, exact } from '../ui.js';
+import * as S from '../state.js';
+import { get, post, del } from '../api.js';
+import { Field, Input, FieldError, useErrors, When } from '../form.js';
+
+function stateOf(t, nowMs) {
+  if (t.usedAt) return 'used';
+  return Date.parse(t.expiresAt) <= nowMs ? 'expired' : 'unused';
+}
+
+export function Tokens() {
+  const [list, setList] = useState(null);
+  const [values, setValues] = useState({ displayName: '', inboundAllowedIp: '' });
+  const { errors, fail, clear } = useErrors();
+  const [issued, setIssued] = useState(null);
+  const [status, setStatus] = useState('');
+  async function load() {
+    try { setList(await get('/api/v1/tokens')); } catch (e) { setStatus(e.message); }
+  }
+  useEffect(() => { document.title = 'Registration tokens · vrrp-monitor'; load(); }, []);
+  // A registration uses a token: CLIENTS_UPDATE follows it, so reload then.
+  useEffect(() => { if (list) load(); }, [S.clients.value.length]);
+
+  async function create(e) {
+    e.preventDefault();
+    clear();
+    const body = {};
+    if (values.displayName.trim()) body.displayName = values.displayName;
+    if (values.inboundAllowedIp.trim()) body.inboundAllowedIp = values.inboundAllowedIp;
+    try {
+      setIssued(await post('/api/v1/tokens', body));
+      setValues({ displayName: '', inboundAllowedIp: '' });
+      load();
+    } catch (err) { fail(err, ['displayName', 'inboundAllowedIp']); }
+  }
+  async function remove(hash) {
+    try { await del(`/api/v1/tokens/${encodeURIComponent(hash)}`); setStatus('Token deleted.'); } catch (e) { setStatus(e.message); }
+    load();
+  }
+  const nowMs = S.now.value;
+  const rows = (list || []).slice().sort((a, b) => (b.createdAt || '').localeCompare(a.createdAt || ''));
+  return html`<section class="admin">
+    <p><a href="/clients">← Clients</a></p>
+    <h1>Registration tokens</h1>
+    <p class="muted">A token lets one agent register (inbound) within 30 minutes. The <a href="/clients/add?mode=inbound">add-a-host wizard</a> walks through the steps on the host.</p>
+    <form class="card form inline" id="token-form" onSubmit=${create}>
+      <${Field} label="Display name" name="displayName" error=${errors.displayName}>
+        <${Input} name="displayName" values=${values} setValues=${setValues} errors=${errors} /><//>
+      <${Field} label="Allowed address" name="inboundAllowedIp" error=${errors.inboundAllowedIp}>
+        <${Input} name="inboundAllowedIp" values=${values} setValues=${setValues} errors=${errors} placeholder="IPv4 or CIDR" /><//>
+      <button type="submit" class="primary" id="create-token">Create token</button>
+      <${FieldError} error=${errors['']} />
+    </form>
+    ${issued && html`<p class="callout ok" role="status" id="token-issued">New token (shown only now): <code id="new-token">${issued.token}</code>, valid until ${exact(issued.expiresAt)}.</p>`}
+    ${status && html`<p role="status">${status}</p>`}
+    ${list === null ? html`<p class="loading">Loading…</p>` : !rows.length ? html`<p class="empty">No registration tokens.</p>` : html`
+    <div class="table-wrap"><table id="token-list">
+      <thead><tr><th scope="col">State</th><th scope="col">Names the client</th><th scope="col">Allowed address</th>
+        <th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Used</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
+      <tbody>${rows.map((t) => {
+        const st = stateOf(t, nowMs);
+        return html`<tr key=${t.tokenHash} data-hash=${t.tokenHash} class=${st === 'unused' ? '' : 'dim'}>
+          <td><span class=${`badge ${st === 'unused' ? 'ok' : st === 'used' ? '' : 'warn'}`}>${st}</span></td>
+          <td>${t.displayName || html`<span class="muted">its host name</span>`}</td>
+          <td>${t.inboundAllowedIp || html`<span class="muted">where it registers from</span>`}</td>
+          <td>${exact(t.createdAt)}</td>
+          <td><${When} at=${t.expiresAt} nowMs=${nowMs} /></td>
+          <td>${t.usedAt ? html`<${Time} at=${t.usedAt} />` : '–'}</td>
+          <td><button type="button" class="small danger" aria-label="Delete token" onClick=${() => remove(t.tokenHash)}>Delete</button></td>
+        </tr>`;
+      })}</tbody>
+    </table></div>`}
+  </section>`;
+}

@@ -1,0 +1,49 @@
+// Webhooks: the list with an enabled switch and the last delivery's outcome.
+// The switch sends the whole configuration back (PUT replaces it).
+import { useEffect, useState } from 'preact/hooks';
+import { html, Time } from '../ui.js';
+import { get, put } from '../api.js';
+
+// The fields PUT takes, from a listed webhook.
+export function configOf(w) {
+  return { name: w.name, enabled: w.enabled, url: w.url, method: w.method, headers: w.headers || {},
+    bodyTemplate: w.bodyTemplate, minLevel: w.minLevel, kinds: w.kinds || [], timeoutMs: w.timeoutMs };
+}
+
+export function Webhooks() {
+  const [list, setList] = useState(null);
+  const [status, setStatus] = useState('');
+  async function load() {
+    try { setList(await get('/api/v1/webhooks')); } catch (e) { setStatus(e.message); }
+  }
+  useEffect(() => { document.title = 'Webhooks · vrrp-monitor'; load(); }, []);
+  async function toggle(w) {
+    setStatus('');
+    try {
+      await put(`/api/v1/webhooks/${encodeURIComponent(w.id)}`, { ...configOf(w), enabled: !w.enabled });
+    } catch (e) { setStatus(`${w.name}: ${e.message}`); }
+    load();
+  }
+  return html`<section class="admin">
+    <h1>Webhooks <a class="button primary" href="/webhooks/new" id="new-webhook">New webhook</a></h1>
+    <p class="muted">Each stored event at or above a webhook's level, of its kinds, is sent to it. Templates:${' '}
+      <a href="/docs/webhook-templates" target="_blank" rel="noopener">the template language</a>.</p>
+    ${status && html`<p class="form-error" role="alert">${status}</p>`}
+    ${list === null ? html`<p class="loading">Loading…</p>` : !list.length
+      ? html`<p class="empty">No webhooks yet. <a href="/webhooks/new">Create one</a> from a ready-made template (Slack, Teams, PagerDuty…).</p>`
+      : html`<div class="table-wrap"><table id="webhook-list">
+        <thead><tr><th scope="col">Enabled</th><th scope="col">Name</th><th scope="col">Sends</th><th scope="col">To</th>
+          <th scope="col">Last delivery</th></tr></thead>
+        <tbody>${list.map((w) => html`<tr key=${w.id} data-id=${w.id} class=${w.enabled ? '' : 'dim'}>
+          <td><label class="switch"><input type="checkbox" checked=${w.enabled} onChange=${() => toggle(w)}
+            aria-label=${`${w.name} enabled`} /></label></td>
+          <td><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a></td>
+          <td>${w.minLevel} and above${w.kinds && w.kinds.length ? `; ${w.kinds.join(', ')}` : '; every kind'}</td>
+          <td class="wrap">${w.method} ${w.url}</td>
+          <td class="wrap">${!w.lastAttemptAt ? html`<span class="muted">never</span>` : html`
+            <span class=${`badge ${w.lastError ? 'bad' : 'ok'}`}>${w.lastStatus ?? 'no answer'}</span>
+            ${w.lastError && html` ${w.lastError}`} <span class="muted">· <${Time} at=${w.lastAttemptAt} /></span>`}</td>
+        </tr>`)}</tbody>
+      </table></div>`}
+  </section>`;
+}
