@@ -885,7 +885,7 @@ fn a_dashboard_that_stops_reading_is_dropped_without_delaying_the_others() {
     let mut live = server.dashboard(&admin);
     live.expect("ACTIVITY_UPDATE");
     let padding = "x".repeat(16 * 1024);
-    let mut slowest = Duration::ZERO;
+    let mut waits = Vec::with_capacity(1500);
     for i in 0..1500 {
         let mut r = reading(&[("VI_1", "MASTER")]);
         r["padding"] = json!(padding);
@@ -894,11 +894,16 @@ fn a_dashboard_that_stops_reading_is_dropped_without_delaying_the_others() {
         ws.send("KEEPALIVED_UPDATE", r);
         let got = live.expect("KEEPALIVED_STATE_UPDATE");
         assert_eq!(got["seq"], i);
-        slowest = slowest.max(sent.elapsed());
+        waits.push(sent.elapsed());
     }
+    waits.sort();
+    // A broadcast held up by the stalled socket would wait for its heartbeat (30 s)
+    // or a full write buffer; a busy machine only adds scheduling delays, so the
+    // bounds are on the typical wait and leave the slowest room for a loaded CI.
+    let (median, slowest) = (waits[waits.len() / 2], waits[waits.len() - 1]);
     assert!(
-        slowest < Duration::from_millis(1000),
-        "the live dashboard waited {slowest:?}"
+        median < Duration::from_millis(250) && slowest < Duration::from_secs(5),
+        "the live dashboard waited {median:?} typically, {slowest:?} at worst"
     );
     // 24 MB were offered to the stalled one: it was dropped, not buffered without end.
     assert!(server.wait_log("not keeping up"), "{}", server.log_text());
