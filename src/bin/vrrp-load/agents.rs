@@ -124,6 +124,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let pairs = args.iter().any(|a| a == "--clusters");
     // How often an agent tries to connect before it counts as failed.
     let attempts = number(args, "--connect-attempts", 1)?.max(1);
+    // Agents starting to connect per second (500: one every 2 ms).
+    let per_second = number(args, "--connect-per-second", 500)?.clamp(1, 100_000);
+    let stagger = Duration::from_secs(1) / per_second as u32;
 
     // Identities: a registration token and a registration per agent.
     let started = Instant::now();
@@ -210,7 +213,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         );
         let handle = std::thread::Builder::new().stack_size(128 * 1024).spawn(move || {
             // Stagger the connects so the listen backlog is not the thing measured.
-            std::thread::sleep(Duration::from_millis(i as u64 * 2));
+            std::thread::sleep(stagger * i as u32);
             let path = format!("/ws/agent?clientId={id}&token={token}");
             let mut attempt = 1;
             let mut ws = loop {
@@ -272,8 +275,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     while connected.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < count {
         std::thread::sleep(Duration::from_millis(50));
-        if connect_started.elapsed() > Duration::from_secs(120) {
-            return Err("agents did not connect within 120 s".into());
+        // The ramp's own length, plus two minutes for the stragglers.
+        if connect_started.elapsed() > stagger * count as u32 + Duration::from_secs(120) {
+            return Err("agents did not connect within the ramp and 120 s".into());
         }
     }
     println!(

@@ -7,11 +7,12 @@
 //! vrrp-load idle ADDR [--connections 500] [--hold-ms 2000]
 //!     opens idle connections, holds them, prints how many the server closed
 //! vrrp-load agents ADDR --token T --agents N [--seconds 20] [--interval-ms 1000] [--server-pid PID]
-//!         [--clusters] [--connect-attempts 1]
+//!         [--clusters] [--connect-attempts 1] [--connect-per-second 500]
 //!     registers N agents, connects each over the agent protocol and sends a reading
 //!     every interval; a dashboard socket measures reading-to-dashboard latency;
 //!     `--clusters` pairs them into N/2 clusters; a failed connect is retried a
-//!     second later up to the given attempts
+//!     second later up to the given attempts; agents start connecting at the given
+//!     rate (a ramp, not a storm, when what is measured is not the connect path)
 //! vrrp-load evaluator [--clusters 1000] [--readings 2000]
 //!     the cluster evaluator in-process: cost of one reading (regroup + evaluate)
 //! vrrp-load activity ADDR --token T [--seconds 10] [--every-ms 10]
