@@ -63,8 +63,15 @@ export function timelineModel({ intervals = [], incidents = [], hosts = [], from
     covered = Math.max(covered, iv.to);
   }
   if (covered < to) unknown.push({ from: covered, to });
+  // Overlapping incidents are shaded once (translucent fills would add up).
+  const shaded = [];
+  for (const w of windows) {
+    const last = shaded[shaded.length - 1];
+    if (last && w.from <= last.to) last.to = Math.max(last.to, w.to);
+    else shaded.push({ from: w.from, to: w.to });
+  }
   const lanes = [...new Set([...hosts, ...ivs.flatMap((iv) => iv.masters)])];
-  return { from, to, intervals: ivs, incidents: windows, unknown, hosts: lanes };
+  return { from, to, intervals: ivs, incidents: windows, shaded, unknown, hosts: lanes };
 }
 
 // Pure: what the cursor at time `t` over `host`'s lane points at, as lines of text.
@@ -150,7 +157,7 @@ function paint(u, model, el) {
   }
   ctx.globalAlpha = 1;
   ctx.fillStyle = css(el, '--shade');
-  for (const w of model.incidents) {
+  for (const w of model.shaded) {
     const [x0, x1] = barSpan(u, w.from, w.to);
     ctx.fillRect(x0, bbox.top, x1 - x0, bbox.height);
   }

@@ -11,19 +11,21 @@ import { EventRow } from './activity.js';
 
 const DAY = 24 * 3600 * 1000;
 
+// The cluster's stored events ({list, error}); a failed fetch is said, not
+// shown as "no events" (the last list stays, marked as not refreshed).
 function useClusterEvents(key) {
-  const [events, setEvents] = useState(null);
+  const [state, setState] = useState({ list: null, error: null });
   const version = S.activityVersion.value;
   useEffect(() => {
     let gone = false;
     const t = setTimeout(() => {
       get(`/api/v1/activity${query({ cluster: key, limit: 500 })}`)
-        .then((list) => { if (!gone) setEvents(list); })
-        .catch(() => { if (!gone) setEvents([]); });
-    }, events ? 300 : 0);
+        .then((list) => { if (!gone) setState({ list, error: null }); })
+        .catch((e) => { if (!gone) setState((s) => ({ list: s.list, error: e.message || String(e) })); });
+    }, state.list ? 300 : 0);
     return () => { gone = true; clearTimeout(t); };
   }, [key, version]);
-  return events;
+  return state;
 }
 
 function Timeline({ events, cluster }) {
@@ -79,7 +81,7 @@ function Counters({ cluster }) {
 export function ClusterDetail({ id }) {
   useEffect(() => { document.title = `Cluster ${id} · vrrp-monitor`; }, [id]);
   const cluster = S.clusters.value.find((c) => c.key === id);
-  const events = useClusterEvents(id);
+  const { list: events, error } = useClusterEvents(id);
   if (!cluster) {
     return html`<section><h1>Cluster</h1>
       <p class="empty">${S.clustersLoaded.value ? 'This cluster does not exist (any more).' : 'Loading…'}</p>
@@ -100,7 +102,8 @@ export function ClusterDetail({ id }) {
       ${lacking.map(({ m, missing }) => html`<li><strong>${hostOf(m)}</strong> lacks ${missing.join(', ')}</li>`)}
     </ul>`}
     <h2>Master over the last 24 hours</h2>
-    ${events ? html`<${Timeline} events=${events} cluster=${cluster} />` : html`<p class="muted">Loading…</p>`}
+    ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}
+    ${events ? html`<${Timeline} events=${events} cluster=${cluster} />` : !error && html`<p class="muted">Loading…</p>`}
     <h2>Counters</h2>
     <${Counters} cluster=${cluster} />
     <h2>Activity of this cluster</h2>

@@ -80,7 +80,7 @@ pub fn past_failovers(server: &Server, site: Option<&str>, first_hours_ago: f64)
 }
 
 /// Points the mouse at time `t` (ms) on `host`'s lane: the tooltip's text, the
-/// canvas pixel there and the theme's master colour.
+/// canvas pixel there (RGBA) and the theme's master colour.
 const POINT_AT: &str = "
   const [host, t] = arguments;
   const f = document.querySelector('#master-timeline');
@@ -97,7 +97,7 @@ const POINT_AT: &str = "
   const px = canvas.getContext('2d').getImageData(Math.round((x - c.left) * k), Math.round((y - c.top) * k), 1, 1).data;
   const hex = getComputedStyle(f).getPropertyValue('--master').trim();
   const master = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
-  return { tip: tip.hidden ? '' : tip.textContent, px: [px[0], px[1], px[2]], master };";
+  return { tip: tip.hidden ? '' : tip.textContent, px: [px[0], px[1], px[2], px[3]], master };";
 
 fn is_master_colour(v: &Value) -> bool {
     let channel = |k: &str, i: usize| v[k][i].as_i64().unwrap_or(-999);
@@ -200,6 +200,43 @@ fn the_master_timeline_draws_stored_history_with_uplot() {
         "{late}"
     );
     assert!(is_master_colour(&late), "{late}");
+
+    // A second incident overlapping the first is shaded once, not darker.
+    let at = |ms: f64| {
+        chrono::DateTime::from_timestamp_millis(ms as i64)
+            .unwrap()
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string()
+    };
+    let (opened, resolved) = (at(to - 13.95 * hour), at(to - 12.6 * hour));
+    for (id, kind, when) in [
+        ("h6", "vrrp.incident_opened", &opened),
+        ("h7", "vrrp.incident_resolved", &resolved),
+    ] {
+        let data = json!({ "cluster": { "site": null, "vrid": 51, "networks": ["192.0.2.0/24"], "vips": [],
+            "health": "degraded", "master": "lb-b", "masters": ["lb-b"], "members": [] },
+            "incident": { "id": "inc-2", "health": "degraded", "openedAt": opened, "reasons": [], "history": [] } });
+        server.sql(&format!(
+            "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
+             VALUES ('{id}', '{when}', '{when}', 'server', NULL, '{kind}', 'warning', 'inc-2', '{{}}', '{data}')"
+        ));
+    }
+    b.goto(&b.url());
+    b.wait("#master-timeline .timeline-chart[data-ready='1'] canvas");
+    b.wait_js(
+        "the timeline with two incidents",
+        "return document.querySelectorAll('#master-timeline tr.incident-window').length === 2",
+        json!([]),
+    );
+    let twice = b.js(POINT_AT, json!(["lb-a", middle]));
+    // (The canvas is transparent under the shade: its alpha is what adds up.)
+    for i in 0..4 {
+        let (one, two) = (
+            on_a["px"][i].as_i64().unwrap(),
+            twice["px"][i].as_i64().unwrap(),
+        );
+        assert!((one - two).abs() <= 2, "{on_a} vs {twice}");
+    }
 
     // The dark theme repaints the canvas in its own master colour.
     // (What the theme switch does; the chart follows the attribute.)
