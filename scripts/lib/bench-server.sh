@@ -1,13 +1,14 @@
 # Shared by the benchmarks (source it after building the release binaries).
 #   start_server   a release server on a free loopback port with a temporary data
-#                  directory; sets port, pid, data; stops it and removes the data on exit
+#                  directory; sets port, pid, data; stops it and removes the data on exit;
+#                  logs at warn unless BENCH_LOG_LEVEL says otherwise
 #   login_admin    logs in as the first-run administrator; sets token
 password=bench-password-123
 
 start_server() {
   data=$(mktemp -d)
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-  SVC_SERVER_DATA_DIR="$data" SVC_SERVER_PORT="$port" SVC_ADMIN_PASSWORD="$password" LOG_LEVEL=warn \
+  SVC_SERVER_DATA_DIR="$data" SVC_SERVER_PORT="$port" SVC_ADMIN_PASSWORD="$password" LOG_LEVEL="${BENCH_LOG_LEVEL:-warn}" \
     target/release/vrrp-monitor 2>"$data/server.log" &
   pid=$!
   trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$data"' EXIT

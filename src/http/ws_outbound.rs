@@ -245,10 +245,13 @@ impl DialThread {
         let mut failures: u32 = 0;
         let mut next: Option<DateTime<Utc>> = None;
         loop {
+            // The ladder step this dial answers (None: the first dial, or an order).
+            let mut due = None;
             if let Some(at) = next.take() {
                 match self.wait_until(at) {
                     Woken::Stop => return,
-                    Woken::Due | Woken::DialNow => {}
+                    Woken::Due => due = Some(at),
+                    Woken::DialNow => {}
                 }
             }
             if self.handles.shutdown.is_set() {
@@ -263,7 +266,7 @@ impl DialThread {
                 }
                 // Steps count from when a dial started, so a slow failure (a
                 // 10 s timeout) does not push the next try back.
-                None => match self.dial(self.handles.clock.now()) {
+                None => match self.dial(self.dial_started(due)) {
                     Dial::Open(open) => {
                         let (socket, client) = *open;
                         let until = self.handles.clock.now()
@@ -321,6 +324,22 @@ impl DialThread {
             first,
         );
         *self.current.lock() = None;
+    }
+
+    /// The time a dial starts, logged with how late it is against its ladder
+    /// step: the reconnect benchmark (scripts/bench-outbound.sh) reads this line.
+    fn dial_started(&self, due: Option<DateTime<Utc>>) -> DateTime<Utc> {
+        let now = self.handles.clock.now();
+        match due {
+            Some(at) => log::debug!(
+                "Dialling outbound agent {}: ladder step due at {}, {} ms after it",
+                self.id,
+                crate::clock::iso(at),
+                (now - at).num_milliseconds()
+            ),
+            None => log::debug!("Dialling outbound agent {}", self.id),
+        }
+        now
     }
 
     /// Waits for `at` on the server's clock, or an order.

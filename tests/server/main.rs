@@ -14,6 +14,7 @@ mod kill9;
 mod metrics;
 mod oidc;
 mod outbound;
+mod outbound_load;
 mod package;
 mod settings;
 mod threads;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::client::IntoClientRequest;
-use tungstenite::Message;
+use tungstenite::{Message, WebSocket};
 
 pub(crate) fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, String> {
     let body = body.to_string();
@@ -31,7 +31,7 @@ pub(crate) fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
-fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
+pub(crate) fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
     let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: svc_session={cookie}\r\nConnection: close\r\n\r\n");
     stream
@@ -99,7 +99,71 @@ fn reading(sent_us: u64) -> Value {
             "syncGroups": [], "benchSentUs": sent_us })
 }
 
-fn rss_kib(pid: &str) -> Option<u64> {
+/// The AUTH message a load agent opens its session with (inbound and outbound alike).
+pub(crate) fn auth_message(hostname: &str) -> Message {
+    let auth = json!({ "type": "AUTH", "payload": { "hostname": hostname, "version": "load", "capabilities": ["vrrp"] } });
+    Message::text(auth.to_string())
+}
+
+/// A read that ran into its timeout (nothing arrived), not a failure.
+pub(crate) fn timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// One load agent's session after AUTH, the same whoever dialled: a reading every
+/// interval (the first spread by the agent's number so they do not arrive as one
+/// wave), the server's messages read and dropped.
+pub(crate) struct Reporter {
+    pub i: usize,
+    pub pairs: bool,
+    pub interval: Duration,
+    /// Readings carry their send time from here (the dashboard's latency).
+    pub epoch: Instant,
+    pub sent: Arc<AtomicUsize>,
+    /// Once set, the run ends at this instant and the agent closes its socket.
+    pub run_until: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Reporter {
+    /// Ok when the run ended and the agent closed; Err with the reason when the
+    /// session ended any other way (the server closed it, a socket error).
+    pub(crate) fn run(&self, ws: &mut WebSocket<TcpStream>) -> Result<(), String> {
+        let i = self.i;
+        let interval_ms = self.interval.as_millis().max(1) as u64;
+        let mut next = Instant::now() + Duration::from_millis((i as u64 * 7) % interval_ms);
+        loop {
+            let until = *self.run_until.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            if until.is_some_and(|u| now >= u) {
+                let _ = ws.close(None);
+                let _ = ws.flush();
+                return Ok(());
+            }
+            if now >= next {
+                let sent_us = self.epoch.elapsed().as_micros() as u64;
+                let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": reading_for(i, self.pairs, sent_us) });
+                ws.send(Message::text(msg.to_string()))
+                    .map_err(|e| e.to_string())?;
+                self.sent.fetch_add(1, Ordering::Relaxed);
+                next += self.interval;
+            }
+            let wait = next
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            ws.get_mut().set_read_timeout(Some(wait)).ok();
+            match ws.read() {
+                Ok(_) => {}
+                Err(tungstenite::Error::Io(e)) if timed_out(&e) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+}
+
+pub(crate) fn rss_kib(pid: &str) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -110,7 +174,7 @@ fn rss_kib(pid: &str) -> Option<u64> {
         .ok()
 }
 
-fn threads(pid: &str) -> Option<usize> {
+pub(crate) fn threads(pid: &str) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count())
 }
 
@@ -204,70 +268,50 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let connect_started = Instant::now();
     let mut handles = Vec::with_capacity(count);
     for (i, (id, token)) in identities.into_iter().enumerate() {
-        let (addr, connected, sent, failed, run_until) = (
-            addr.clone(),
-            connected.clone(),
-            sent.clone(),
-            failed.clone(),
-            run_until.clone(),
-        );
-        let handle = std::thread::Builder::new().stack_size(128 * 1024).spawn(move || {
-            // Stagger the connects so the listen backlog is not the thing measured.
-            std::thread::sleep(stagger * i as u32);
-            let path = format!("/ws/agent?clientId={id}&token={token}");
-            let mut attempt = 1;
-            let mut ws = loop {
-                match ws_connect(&addr, &path, None) {
-                    Ok(ws) => break ws,
-                    // Like a real agent, try again later (when asked to), spread
-                    // over two seconds so the retries do not arrive as one wave.
-                    Err(_) if attempt < attempts => {
-                        attempt += 1;
-                        std::thread::sleep(Duration::from_millis(1000 + (i as u64 * 37) % 2000));
+        let (addr, connected, failed) = (addr.clone(), connected.clone(), failed.clone());
+        let reporter = Reporter {
+            i,
+            pairs,
+            interval,
+            epoch,
+            sent: sent.clone(),
+            run_until: run_until.clone(),
+        };
+        let handle = std::thread::Builder::new()
+            .stack_size(128 * 1024)
+            .spawn(move || {
+                // Stagger the connects so the listen backlog is not the thing measured.
+                std::thread::sleep(stagger * i as u32);
+                let path = format!("/ws/agent?clientId={id}&token={token}");
+                let mut attempt = 1;
+                let mut ws = loop {
+                    match ws_connect(&addr, &path, None) {
+                        Ok(ws) => break ws,
+                        // Like a real agent, try again later (when asked to), spread
+                        // over two seconds so the retries do not arrive as one wave.
+                        Err(_) if attempt < attempts => {
+                            attempt += 1;
+                            std::thread::sleep(Duration::from_millis(
+                                1000 + (i as u64 * 37) % 2000,
+                            ));
+                        }
+                        Err(e) => {
+                            eprintln!("vrrp-load: agent {i}: {e}");
+                            failed.fetch_add(1, Ordering::Relaxed);
+                            return;
+                        }
                     }
-                    Err(e) => {
-                        eprintln!("vrrp-load: agent {i}: {e}");
-                        failed.fetch_add(1, Ordering::Relaxed);
-                        return;
-                    }
-                }
-            };
-            let auth = json!({ "type": "AUTH", "payload": { "hostname": format!("load-{i}"), "version": "load", "capabilities": ["vrrp"] } });
-            if ws.send(Message::text(auth.to_string())).is_err() {
-                failed.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            connected.fetch_add(1, Ordering::Relaxed);
-            let mut next = Instant::now() + Duration::from_millis((i as u64 * 7) % interval.as_millis().max(1) as u64);
-            loop {
-                let until = *run_until.lock().unwrap();
-                let now = Instant::now();
-                if until.is_some_and(|u| now >= u) {
-                    let _ = ws.close(None);
+                };
+                if ws.send(auth_message(&format!("load-{i}"))).is_err() {
+                    failed.fetch_add(1, Ordering::Relaxed);
                     return;
                 }
-                if now >= next {
-                    let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": reading_for(i, pairs, epoch.elapsed().as_micros() as u64) });
-                    if ws.send(Message::text(msg.to_string())).is_err() {
-                        failed.fetch_add(1, Ordering::Relaxed);
-                        return;
-                    }
-                    sent.fetch_add(1, Ordering::Relaxed);
-                    next += interval;
+                connected.fetch_add(1, Ordering::Relaxed);
+                if let Err(e) = reporter.run(&mut ws) {
+                    eprintln!("vrrp-load: agent {i}: {e}");
+                    failed.fetch_add(1, Ordering::Relaxed);
                 }
-                let wait = next.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
-                ws.get_mut().set_read_timeout(Some(wait)).ok();
-                match ws.read() {
-                    Ok(_) => {}
-                    Err(tungstenite::Error::Io(e)) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {}
-                    Err(e) => {
-                        eprintln!("vrrp-load: agent {i}: {e}");
-                        failed.fetch_add(1, Ordering::Relaxed);
-                        return;
-                    }
-                }
-            }
-        });
+            });
         match handle {
             Ok(h) => handles.push(h),
             Err(e) => return Err(format!("cannot start agent thread {i}: {e}")),
@@ -383,9 +427,7 @@ pub(crate) fn one_agent(
         reg["token"].as_str().ok_or("no token")?,
     );
     let mut ws = ws_connect(addr, &format!("/ws/agent?clientId={id}&token={auth}"), None)?;
-    let hello = json!({ "type": "AUTH", "payload": { "hostname": hostname, "version": "load", "capabilities": [] } });
-    ws.send(Message::text(hello.to_string()))
-        .map_err(|e| e.to_string())?;
+    ws.send(auth_message(hostname)).map_err(|e| e.to_string())?;
     Ok(ws)
 }
 

@@ -13,6 +13,16 @@
 //!     `--clusters` pairs them into N/2 clusters; a failed connect is retried a
 //!     second later up to the given attempts; agents start connecting at the given
 //!     rate (a ramp, not a storm, when what is measured is not the connect path)
+//! vrrp-load outbound ADDR --token T [--agents 500] [--seconds 10] [--interval-ms 1000]
+//!         [--server-pid PID] [--secret S]
+//!     N outbound agents, each listening on its own port on 127.0.0.1, registered
+//!     through POST /api/v1/clients/outbound; once all are online and have reported
+//!     for a while, prints the server's memory, threads and fds per outbound client
+//! vrrp-load outbound-reconnect ADDR --token T --agent-bin PATH --server-log FILE
+//!         [--rounds 10] [--down-ms 1000]
+//!     the real agent registered outbound, stopped and started again each round;
+//!     prints when it came back, when the server's ladder step was due and dialled,
+//!     and when the session authenticated (the server must log at debug)
 //! vrrp-load evaluator [--clusters 1000] [--readings 2000]
 //!     the cluster evaluator in-process: cost of one reading (regroup + evaluate)
 //! vrrp-load activity ADDR --token T [--seconds 10] [--every-ms 10]
@@ -23,6 +33,8 @@
 //! ```
 
 mod agents;
+mod outbound;
+mod reconnect;
 mod webhooks;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -37,6 +49,8 @@ fn main() -> ExitCode {
         Some("idle") => idle(&args[1..]),
         Some("agents") => agents::run(&args[1..]),
         Some("activity") => agents::activity(&args[1..]),
+        Some("outbound") => outbound::run(&args[1..]),
+        Some("outbound-reconnect") => reconnect::run(&args[1..]),
         Some("evaluator") => evaluator(&args[1..]),
         Some("webhooks") => webhooks::run(&args[1..]),
         _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
