@@ -9,7 +9,9 @@
 #    started again ROUNDS times; prints per round and as min/median/max the time
 #    from the agent back (listening) and from the ladder step due to the session
 #    authenticated (aim: within the ladder step + 100 ms), read from the server's
-#    debug log. No keepalived is needed: the agent reports it stopped.
+#    debug log. Then 3 rounds down 7 s: the 5 s step's dial fails, the agent is
+#    back before the next step (10 s after that dial started). No keepalived is
+#    needed: the agent reports it stopped.
 # Each part runs against a fresh release server on a free port with a temporary
 # data directory. Loopback only.
 #   scripts/bench-outbound.sh [AGENTS] [ROUNDS]   (default: 500 10)
@@ -39,4 +41,8 @@ ulimit -n 65536 2>/dev/null || true
   target/release/vrrp-load outbound-reconnect "127.0.0.1:$port" --token "$token" \
     --agent-bin target/release/vrrp-agent --server-log "$data/server.log" \
     --rounds "$rounds" --down-ms 1000
+  echo "== reconnect: the real agent down past the first step, 3 rounds"
+  target/release/vrrp-load outbound-reconnect "127.0.0.1:$port" --token "$token" \
+    --agent-bin target/release/vrrp-agent --server-log "$data/server.log" \
+    --rounds 3 --down-ms 7000
 )
