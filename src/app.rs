@@ -53,7 +53,7 @@ pub const DB_FILE: &str = "vrrp-monitor.db";
 pub fn main() -> i32 {
     // Everything the server writes (database, config, password file) is private.
     nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o077));
-    fix_mmap_threshold();
+    tune_malloc();
     let env = Env::from_process();
     let format = match config::log_format(&env) {
         Ok(f) => f,
@@ -110,15 +110,27 @@ pub fn main() -> i32 {
     }
 }
 
+/// Allocator tuning, before other threads start.
+///
 /// Argon2 allocates 19 MiB per password hash. glibc raises its mmap threshold after
 /// the first such block is freed, so later ones come from the heap and can stay
 /// resident for good (measured: 26 MiB instead of 8 after a login and 10,000
 /// requests). A fixed threshold gives every large block back when it is freed.
-fn fix_mmap_threshold() {
+///
+/// glibc gives threads up to 8 arenas per core. With a thread per agent (hundreds,
+/// nearly all waiting on a socket) that is many heaps each keeping its own free
+/// memory; one arena per core is as many as can be busy at once. Measured with 500
+/// outbound agents (scripts/bench-outbound.sh): see ARCHITECTURE.md, Memory.
+fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes allocator tuning; called before other threads start.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let arenas = libc::c_int::try_from(cores).unwrap_or(libc::c_int::MAX);
+        // SAFETY: mallopt only changes allocator tuning; called before other threads start.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+            libc::mallopt(libc::M_ARENA_MAX, arenas);
+        }
     }
 }
 
