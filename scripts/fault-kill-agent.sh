@@ -5,14 +5,7 @@
 # Needs root. Usage: scripts/fault-kill-agent.sh [ROUNDS]  (VRRP_AGENT_KILL_SEED=n repeats a run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-rounds="${1:-50}"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-start=$(date +%s)
-cargo build -q --workspace --bins
-VRRP_AGENT_KILL_ROUNDS="$rounds" \
-  cargo test -q -p vrrp-agent --test lab_agent_kill -- --nocapture >"$log" 2>&1
-status=$?
-grep -E '^agent kill9:|test result|panicked' "$log"
-echo "elapsed: $(( $(date +%s) - start )) s (exit $status)"
-exit $status
+. scripts/lib/fault-test.sh
+cargo build -q --workspace --bins || exit 1
+run_fault_test "agent kill9" env VRRP_AGENT_KILL_ROUNDS="${1:-50}" \
+  cargo test -q -p vrrp-agent --test lab_agent_kill -- --nocapture

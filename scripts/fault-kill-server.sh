@@ -5,13 +5,6 @@
 # Usage: scripts/fault-kill-server.sh [ROUNDS]   (VRRP_KILL9_SEED=n repeats a run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-rounds="${1:-100}"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-start=$(date +%s)
-VRRP_KILL9_ROUNDS="$rounds" \
-  cargo test -q -p vrrp-monitor --test server kill9:: -- --nocapture >"$log" 2>&1
-status=$?
-grep -E '^kill9:|test result|panicked' "$log"
-echo "elapsed: $(( $(date +%s) - start )) s (exit $status)"
-exit $status
+. scripts/lib/fault-test.sh
+run_fault_test kill9 env VRRP_KILL9_ROUNDS="${1:-100}" \
+  cargo test -q -p vrrp-monitor --test server kill9:: -- --nocapture

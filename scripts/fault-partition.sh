@@ -5,14 +5,7 @@
 # the agents took to come back. Needs root. Usage: scripts/fault-partition.sh [SECS]
 set -uo pipefail
 cd "$(dirname "$0")/.."
-secs="${1:-300}"
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
-start=$(date +%s)
-cargo build -q --workspace --bins
-VRRP_PARTITION_SECS="$secs" \
-  cargo test -q -p vrrp-agent --test lab_partition -- --ignored --nocapture >"$log" 2>&1
-status=$?
-grep -E -A2 '^partition:|test result|panicked' "$log"
-echo "elapsed: $(( $(date +%s) - start )) s (exit $status)"
-exit $status
+. scripts/lib/fault-test.sh
+cargo build -q --workspace --bins || exit 1
+run_fault_test partition env VRRP_PARTITION_SECS="${1:-300}" \
+  cargo test -q -p vrrp-agent --test lab_partition -- --ignored --nocapture
