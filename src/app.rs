@@ -17,7 +17,7 @@ use crate::auth::session::SessionKeys;
 use crate::auth::users::{self, Bootstrap};
 use crate::clock::{iso, SharedClock, SystemClock};
 use crate::clusters;
-use crate::config::settings::Settings;
+use crate::config::settings::{Settings, HISTORY_RETENTION_DEFAULT, HISTORY_RETENTION_KEY};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
 use crate::http::ws_outbound::{DialHandles, Dialer};
@@ -211,7 +211,23 @@ pub fn run(
         Box::new(|h, now| {
             let days = h.settings.number("notification_retention_days", 90);
             let keep = h.settings.number("notification_retention_count", 500);
-            schedulers::clean_activity(&h.db, days, keep, now)
+            let removed = schedulers::clean_activity(&h.db, days, keep, now)?;
+            // The cluster history has its own retention; its intervals are not
+            // activity, so they are logged rather than counted in `removed`.
+            let history_days = match h
+                .settings
+                .number(HISTORY_RETENTION_KEY, HISTORY_RETENTION_DEFAULT)
+            {
+                0 => HISTORY_RETENTION_DEFAULT,
+                d => d,
+            };
+            let cutoff = now - chrono::Duration::days(history_days as i64);
+            let trimmed = clusters::history::store::trim(&h.db, cutoff.timestamp_millis())
+                .map_err(|e| format!("cluster history: {e}"))?;
+            if trimmed > 0 {
+                log::info!("notification-cleanup removed {trimmed} cluster history intervals older than {history_days} days");
+            }
+            Ok(removed)
         }),
         scheduler_handles,
     ));

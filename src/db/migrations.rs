@@ -32,6 +32,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0005_webhooks.sql",
         include_str!("../../sql/0005_webhooks.sql"),
     ),
+    (
+        6,
+        "0006_cluster_history.sql",
+        include_str!("../../sql/0006_cluster_history.sql"),
+    ),
 ];
 
 #[derive(Debug)]

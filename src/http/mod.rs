@@ -6,6 +6,7 @@
 
 pub mod api_agents;
 pub mod api_auth;
+pub mod api_history;
 pub mod api_settings;
 pub mod api_users;
 pub mod api_webhooks;
@@ -286,6 +287,10 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 }
                 ("GET", ["api", "v1", "keepalived", "states"]) => api_agents::list_states,
                 ("GET", ["api", "v1", "keepalived", "clusters"]) => api_agents::list_clusters,
+                ("GET", ["api", "v1", "keepalived", "clusters", "history"]) => api_history::history,
+                ("GET", ["api", "v1", "keepalived", "clusters", "availability"]) => {
+                    api_history::availability_of_all
+                }
                 ("GET", ["api", "v1", "activity"]) => api_agents::list_activity,
                 ("POST", ["api", "v1", "activity", "seen"]) => api_agents::mark_seen,
                 ("DELETE", ["api", "v1", "activity"]) => api_agents::delete_activity,
