@@ -5,6 +5,7 @@
 //! administrator, listen, serve until a signal. [`run`] is the part tests can
 //! drive in-process with their own listener, clock and shutdown switch.
 
+use crate::activity::silences::{self, Silences};
 use crate::activity::ActivitySink;
 use crate::agents::feed;
 use crate::agents::readings::Latest;
@@ -160,13 +161,31 @@ pub fn run(
     );
     let counters = Arc::new(crate::metrics::Counters::default());
     let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone(), counters.clone()));
+    let silences = Arc::new(
+        Silences::load(db.clone())
+            .map_err(|e| FatalError(format!("Cannot read the silences: {e}")))?,
+    );
     let activity = ActivitySink::new(
         db.clone(),
         settings.clone(),
         hub.clone(),
         webhooks,
         counters.clone(),
+        silences.clone(),
     );
+    {
+        let handles = silences::Handles {
+            silences: silences.clone(),
+            clock: clock.clone(),
+            activity: activity.clone(),
+            incidents: Arc::new(clusters::thread::StoredIncidents(db.clone())),
+        };
+        let stop = shutdown.clone();
+        std::thread::Builder::new()
+            .name("silences".into())
+            .spawn(move || silences::run_expiry(handles, stop))
+            .map_err(|e| FatalError(format!("Cannot start the silences thread: {e}")))?;
+    }
 
     let clients_changed = feed::spawn(
         feed::Handles {
@@ -281,6 +300,7 @@ pub fn run(
         readings,
         settings,
         activity,
+        silences,
         token_cleanup,
         notification_cleanup,
         config_file: Mutex::new(()),

@@ -512,3 +512,41 @@ pub fn open_incidents(db: &Db) -> Result<u64, DbError> {
         Ok(open)
     })
 }
+
+/// The open incidents as `cluster_states` holds them (this thread keeps it
+/// current), for the end of a silence.
+pub struct StoredIncidents(pub Arc<Db>);
+
+impl crate::activity::silences::OpenIncidents for StoredIncidents {
+    fn still_open(
+        &self,
+        incident_ids: &[String],
+        silence: &Value,
+        now: DateTime<Utc>,
+    ) -> Vec<crate::activity::Event> {
+        let states: Result<Vec<String>, DbError> = self.0.read(|c| {
+            let mut stmt = c.prepare("SELECT state FROM cluster_states")?;
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        });
+        let states = match states {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!("Cannot read the open incidents at the end of a silence: {e}");
+                return Vec::new();
+            }
+        };
+        states
+            .iter()
+            .filter_map(|text| Confirmed::from_json(&serde_json::from_str(text).ok()?))
+            .filter(|c| {
+                c.incident
+                    .as_ref()
+                    .is_some_and(|i| incident_ids.contains(&i.id))
+            })
+            .filter_map(|c| crate::clusters::confirm::silence_ended(&c, silence, now))
+            .collect()
+    }
+}

@@ -8,6 +8,7 @@ pub mod api_agents;
 pub mod api_auth;
 pub mod api_history;
 pub mod api_settings;
+pub mod api_silences;
 pub mod api_users;
 pub mod api_webhooks;
 pub mod conns;
@@ -303,6 +304,9 @@ fn route(app: &App, req: &Req) -> ApiResult {
                     api_settings::clean_notifications
                 }
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => api_settings::status,
+                ("GET", ["api", "v1", "silences"]) => api_silences::list,
+                ("POST", ["api", "v1", "silences"]) => api_silences::create,
+                ("DELETE", ["api", "v1", "silences", _]) => api_silences::delete,
                 ("GET", ["api", "v1", "webhooks"]) => api_webhooks::list,
                 ("GET", ["api", "v1", "webhooks", "templates"]) => api_webhooks::templates,
                 ("POST", ["api", "v1", "webhooks"]) => api_webhooks::create,

@@ -17,6 +17,7 @@ mod oidc;
 mod outbound;
 mod package;
 mod settings;
+mod silences;
 mod threads;
 mod timing;
 mod users;

@@ -29,7 +29,7 @@ mod pending;
 mod tests;
 
 pub use events::cluster_data;
-pub use incidents::Incident;
+pub use incidents::{silence_ended, Incident};
 use pending::{differs, target_of, Look, Pending};
 
 /// `unreachable` has no agent to deliver a reading; it counts once it lasted this long.
