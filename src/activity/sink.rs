@@ -18,7 +18,8 @@ use std::sync::Arc;
 /// Who hears of newly stored events besides the dashboards: the webhooks.
 /// A trait so that the activity list does not depend on webhook delivery.
 pub trait StoredEvents: Send + Sync {
-    /// Called once per stored batch, with exactly the events stored now.
+    /// Called once per stored batch, with exactly the events stored now that no
+    /// silence holds back (none when every one is silenced).
     /// Must not block.
     fn offer(&self, events: &[Event]);
 }

@@ -235,7 +235,7 @@ impl Silences {
         self.db.read(move |c| {
             let mut stmt = c.prepare(
                 "SELECT DISTINCT correlation_id FROM activity
-                 WHERE occurred_at >= ?2 AND kind LIKE 'vrrp.incident_%' AND correlation_id IS NOT NULL
+                 WHERE received_at >= ?2 AND kind LIKE 'vrrp.incident_%' AND correlation_id IS NOT NULL
                    AND json_extract(data, '$.silenced.id') = ?1",
             )?;
             let ids = stmt
