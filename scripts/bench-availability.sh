@@ -39,12 +39,13 @@ login_admin
 from=$(python3 -c "import datetime; print((datetime.datetime.fromtimestamp($now_ms/1000, datetime.timezone.utc) - datetime.timedelta(days=$days)).strftime('%Y-%m-%dT%H:%M:%S.000Z'))")
 to=$(python3 -c "import datetime; print(datetime.datetime.fromtimestamp($now_ms/1000, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.000Z'))")
 path="/api/v1/keepalived/clusters/availability?from=$from&to=$to"
-answer=$(curl -s "http://127.0.0.1:$port$path" -H "cookie: svc_session=$token")
-python3 -c "
-import json, sys
-a = json.loads(sys.argv[1])
-c = a['clusters']
-print(f'answer: {len(c)} clusters; first: masterChanges {c[0][\"masterChanges\"]}, incidents {c[0][\"incidents\"][\"count\"]}, oneMasterShare {c[0][\"oneMasterShare\"]:.6f}, {len(sys.argv[1])} bytes')
-" "$answer"
+curl -s "http://127.0.0.1:$port$path" -H "cookie: svc_session=$token" -o "$data/answer.json"
+python3 - "$data/answer.json" <<'PY'
+import json, os, sys
+c = json.load(open(sys.argv[1]))['clusters']
+f = c[0]
+print(f"answer: {len(c)} clusters, {os.path.getsize(sys.argv[1])} bytes; first: masterChanges {f['masterChanges']}, "
+      f"incidents {f['incidents']['count']} ({f['incidents']['totalSeconds']} s), oneMasterShare {f['oneMasterShare']:.6f}")
+PY
 echo "availability over $days days, one request at a time:"
 target/release/vrrp-load http "127.0.0.1:$port" "$path" --token "$token" --connections 1 --requests 10
