@@ -1,22 +1,24 @@
 // Cluster history and availability (issue 20): the timeline of who was master
-// when, from the server's history intervals, for 24 h / 7 d / 30 d, with
-// incidents shaded and unobserved time hatched, and the availability figures the
-// server sums for the same window. Also the figures of every cluster for the
+// when, from the server's history intervals, for 24 h / 7 d / 30 d (drawn by the
+// shared `MasterTimeline`: incidents shaded, time no interval covers hatched), and
+// the availability figures the server sums for the same window. Also the figures of every cluster for the
 // clusters list's "sort by availability".
 import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
-import { html, exact } from '../ui.js';
+import { html } from '../ui.js';
 import { get, query } from '../api.js';
+import { MasterTimeline } from '../timeline.js';
 
 const HOUR = 3600 * 1000;
 export const RANGES = [['24h', 24 * HOUR], ['7d', 7 * 24 * HOUR], ['30d', 30 * 24 * HOUR]];
 
-// Pure: hosts in lane order and the bars, incidents and gaps to draw for
-// intervals (as the server clips them) within [from, to].
-export function bandsOf(intervals, from, to) {
+// Pure: the timeline's input from history intervals (as the server clips them):
+// hosts in lane order, master intervals, and incident windows (consecutive
+// intervals of one incident joined).
+export function bandsOf(intervals) {
   const hosts = [...new Set(intervals.flatMap((i) => i.masters))];
   const spans = intervals.map((i) => ({ from: Date.parse(i.from), to: Date.parse(i.to), i }));
-  const bars = spans.flatMap((s) => s.i.masters.map((h) => ({ host: h, from: s.from, to: s.to, split: s.i.masters.length > 1, health: s.i.health })));
+  const bars = spans.map((s) => ({ from: s.from, to: s.to, masters: s.i.masters }));
   const incidents = [];
   for (const s of spans) {
     const last = incidents[incidents.length - 1];
@@ -24,14 +26,7 @@ export function bandsOf(intervals, from, to) {
     if (last && last.id === s.i.incidentId) last.to = s.to;
     else incidents.push({ id: s.i.incidentId, from: s.from, to: s.to, health: s.i.health });
   }
-  const gaps = [];
-  let at = from;
-  for (const s of spans) {
-    if (s.from > at) gaps.push({ from: at, to: s.from });
-    at = Math.max(at, s.to);
-  }
-  if (at < to) gaps.push({ from: at, to });
-  return { hosts, bars, incidents, gaps };
+  return { hosts, bars, incidents };
 }
 
 function duration(seconds) {
@@ -49,33 +44,6 @@ export function percent(share) {
 // The share of observed time in health ok (null when nothing was observed).
 export function okShare(a) {
   return a && a.observedSeconds > 0 ? a.seconds.ok / a.observedSeconds : null;
-}
-
-function Band({ intervals, from, to }) {
-  const { hosts, bars, incidents, gaps } = bandsOf(intervals, from, to);
-  const W = 1000, left = 130, laneH = 24, top = 8;
-  const lanes = Math.max(1, hosts.length);
-  const H = top + lanes * laneH + 24;
-  const x = (t) => left + ((t - from) / (to - from)) * (W - left - 10);
-  const ticks = [];
-  for (let i = 0; i <= 6; i++) ticks.push(from + (i * (to - from)) / 6);
-  const label = (t) => (to - from > 2 * 24 * HOUR
-    ? new Date(t).toLocaleDateString([], { month: 'short', day: 'numeric' })
-    : new Date(t).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' }));
-  return html`<svg viewBox=${`0 0 ${W} ${H}`} role="img" aria-label="Who was master when">
-    ${incidents.map((w) => html`<rect class="incident-window" x=${x(w.from)} y=${top - 4} width=${Math.max(2, x(w.to) - x(w.from))}
-        height=${lanes * laneH + 4}><title>Incident (${w.health}) ${exact(new Date(w.from).toISOString())} – ${exact(new Date(w.to).toISOString())}</title></rect>`)}
-    ${gaps.map((g) => html`<rect class="unrecorded" x=${x(g.from)} y=${top} width=${Math.max(1, x(g.to) - x(g.from))} height=${lanes * laneH}>
-        <title>Not observed (no history: before the cluster was seen, or the server was stopped)</title></rect>`)}
-    ${hosts.map((h, i) => html`<g key=${h}>
-      <text class="lane-label" x=${left - 8} y=${top + i * laneH + 16} text-anchor="end">${h.length > 16 ? `${h.slice(0, 15)}…` : h}</text>
-      <line class="lane" x1=${left} x2=${W - 10} y1=${top + i * laneH + laneH / 2} y2=${top + i * laneH + laneH / 2} />
-      ${bars.filter((b) => b.host === h).map((b) => html`<rect class=${b.split ? 'master split' : 'master'}
-          x=${x(b.from)} y=${top + i * laneH + 4} width=${Math.max(2, x(b.to) - x(b.from))} height=${laneH - 8} rx="3">
-          <title>${h} MASTER${b.split ? ' (split brain)' : ''} from ${exact(new Date(b.from).toISOString())} (${b.health})</title></rect>`)}
-    </g>`)}
-    ${ticks.map((t) => html`<text class="tick" x=${x(t)} y=${H - 6} text-anchor="middle">${label(t)}</text>`)}
-  </svg>`;
 }
 
 function Figures({ a }) {
@@ -109,16 +77,18 @@ export function HistoryPanel({ clusterKey }) {
     }).catch(() => { if (!gone) setData({ range, from, to, intervals: [], a: null, failed: true }); });
     return () => { gone = true; };
   }, [clusterKey, range]);
-  return html`<figure class="timeline" id="history-timeline" data-range=${data?.range || ''}>
+  const bands = data ? bandsOf(data.intervals) : null;
+  return html`<div class="history" id="history-timeline" data-range=${data?.range || ''}>
     <div class="row" role="group" aria-label="Time range">
       ${RANGES.map(([r]) => html`<button type="button" data-range=${r} class=${r === range ? 'active' : 'ghost'}
         aria-pressed=${r === range} onClick=${() => setRange(r)}>${r.replace('h', ' h').replace('d', ' d')}</button>`)}
     </div>
     ${!data || data.range !== range ? html`<p class="muted">Loading…</p>`
-      : html`<${Band} intervals=${data.intervals} from=${data.from} to=${data.to} />
-        <figcaption class="muted">MASTER per host from the cluster history; shaded: incidents; hatched: not observed.${data.failed ? ' The history could not be loaded.' : ''}</figcaption>
+      : html`<${MasterTimeline} id="history-chart" label=${`Who was master when, last ${range}`} from=${data.from} to=${data.to}
+          hosts=${bands.hosts} intervals=${bands.bars} incidents=${bands.incidents} />
+        <p class="muted">From the cluster history; time with no record was not observed (before the cluster was seen, or the server was stopped).${data.failed ? ' The history could not be loaded.' : ''}</p>
         <${Figures} a=${data.a} />`}
-  </figure>`;
+  </div>`;
 }
 
 // Every cluster's figures over the last 30 days, fetched once a minute at most,

@@ -26,9 +26,10 @@ fn seed_history(server: &Server, a: &str, b: &str) {
     ));
 }
 
+/// The hosts of the MASTER intervals the timeline shows (its table of facts).
 fn masters_shown(b: &Browser) -> String {
     b.js(
-        "return [...document.querySelectorAll('#history-timeline rect.master title')].map(t => t.textContent).join('\\n')",
+        "return [...document.querySelectorAll('#history-timeline tr.master-interval')].map(t => t.dataset.host + ' MASTER').join('\\n')",
         json!([]),
     )
     .as_str()
@@ -41,7 +42,7 @@ fn show_range(b: &Browser, range: &str) {
     b.wait_js(
         &format!("the {range} timeline"),
         "const f = document.querySelector('#history-timeline');
-         return f && f.dataset.range === arguments[0] && f.querySelector('svg') && document.querySelector('#availability-figures')",
+         return f && f.dataset.range === arguments[0] && f.querySelector('#history-chart') && document.querySelector('#availability-figures')",
         json!([range]),
     );
 }
@@ -62,16 +63,17 @@ fn the_history_timeline_shows_24_hours_7_days_and_30_days_with_figures() {
         ADMIN_PASSWORD,
         &format!("/clusters/{}", KEY.replace('|', "%7C").replace('/', "%2F")),
     );
-    b.wait("#history-timeline svg");
+    b.wait("#history-timeline #history-chart");
 
     // 24 h: lb-b's last day, no incident in it.
     show_range(&b, "24h");
     let day = masters_shown(&b);
     assert!(day.contains("lb-b MASTER"), "{day}");
     assert!(
-        b.find("#history-timeline rect.incident-window").is_none(),
+        b.find("#history-timeline tr.incident-window").is_none(),
         "no incident in 24 h"
     );
+    b.wait("#history-chart .timeline-chart[data-ready='1']");
     b.screenshot("history-24h");
 
     // 7 d: lb-a, the hour without master shaded, lb-b; one incident, changes counted.
@@ -81,7 +83,7 @@ fn the_history_timeline_shows_24_hours_7_days_and_30_days_with_figures() {
         week.contains("lb-a MASTER") && week.contains("lb-b MASTER"),
         "{week}"
     );
-    b.wait("#history-timeline rect.incident-window");
+    b.wait("#history-timeline tr.incident-window");
     let incidents = b.js(
         "return document.querySelector(\"[data-figure='incidents']\").textContent",
         json!([]),
@@ -102,9 +104,10 @@ fn the_history_timeline_shows_24_hours_7_days_and_30_days_with_figures() {
     // 30 d: the ten days before the cluster's history began are hatched.
     show_range(&b, "30d");
     b.wait_js(
-        "a hatched stretch starting at the left edge",
-        "const r = [...document.querySelectorAll('#history-timeline rect.unrecorded')];
-         return r.some(x => Number(x.getAttribute('x')) <= 131 && Number(x.getAttribute('width')) > 200)",
+        "the unrecorded stretch from the start of the range",
+        "const f = document.querySelector('#history-timeline');
+         return f.querySelector('.timeline-legend').textContent.includes('no record before')
+           && f.querySelectorAll('tr.unknown-span').length >= 1",
         json!([]),
     );
     b.screenshot("history-30d");
