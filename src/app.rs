@@ -5,6 +5,7 @@
 //! administrator, listen, serve until a signal. [`run`] is the part tests can
 //! drive in-process with their own listener, clock and shutdown switch.
 
+use crate::activity::silences::{self, Silences};
 use crate::activity::ActivitySink;
 use crate::agents::feed;
 use crate::agents::readings::Latest;
@@ -17,7 +18,7 @@ use crate::auth::session::SessionKeys;
 use crate::auth::users::{self, Bootstrap};
 use crate::clock::{iso, SharedClock, SystemClock};
 use crate::clusters;
-use crate::config::settings::Settings;
+use crate::config::settings::{Settings, HISTORY_RETENTION_DEFAULT, HISTORY_RETENTION_KEY};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
 use crate::http::ws_outbound::{DialHandles, Dialer};
@@ -172,13 +173,31 @@ pub fn run(
     );
     let counters = Arc::new(crate::metrics::Counters::default());
     let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone(), counters.clone()));
+    let silences = Arc::new(
+        Silences::load(db.clone())
+            .map_err(|e| FatalError(format!("Cannot read the silences: {e}")))?,
+    );
     let activity = ActivitySink::new(
         db.clone(),
         settings.clone(),
         hub.clone(),
         webhooks,
         counters.clone(),
+        silences.clone(),
     );
+    {
+        let handles = silences::Handles {
+            silences: silences.clone(),
+            clock: clock.clone(),
+            activity: activity.clone(),
+            incidents: Arc::new(clusters::thread::StoredIncidents(db.clone())),
+        };
+        let stop = shutdown.clone();
+        std::thread::Builder::new()
+            .name("silences".into())
+            .spawn(move || silences::run_expiry(handles, stop))
+            .map_err(|e| FatalError(format!("Cannot start the silences thread: {e}")))?;
+    }
 
     let clients_changed = feed::spawn(
         feed::Handles {
@@ -223,7 +242,23 @@ pub fn run(
         Box::new(|h, now| {
             let days = h.settings.number("notification_retention_days", 90);
             let keep = h.settings.number("notification_retention_count", 500);
-            schedulers::clean_activity(&h.db, days, keep, now)
+            let removed = schedulers::clean_activity(&h.db, days, keep, now)?;
+            // The cluster history has its own retention; its intervals are not
+            // activity, so they are logged rather than counted in `removed`.
+            let history_days = match h
+                .settings
+                .number(HISTORY_RETENTION_KEY, HISTORY_RETENTION_DEFAULT)
+            {
+                0 => HISTORY_RETENTION_DEFAULT,
+                d => d,
+            };
+            let cutoff = now - chrono::Duration::days(history_days as i64);
+            let trimmed = clusters::history::store::trim(&h.db, cutoff.timestamp_millis())
+                .map_err(|e| format!("cluster history: {e}"))?;
+            if trimmed > 0 {
+                log::info!("notification-cleanup removed {trimmed} cluster history intervals older than {history_days} days");
+            }
+            Ok(removed)
         }),
         scheduler_handles,
     ));
@@ -277,6 +312,7 @@ pub fn run(
         readings,
         settings,
         activity,
+        silences,
         token_cleanup,
         notification_cleanup,
         config_file: Mutex::new(()),

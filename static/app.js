@@ -14,6 +14,7 @@ import { Clusters } from './views/clusters.js';
 import { ClusterDetail } from './views/cluster.js';
 import { Clients, ClientDetail } from './views/clients.js';
 import { Activity } from './views/activity.js';
+import { Silences } from './views/silences.js';
 
 // The administration views load when first opened: the pages watched all day
 // (overview, clusters, activity) do not fetch them.
@@ -137,6 +138,7 @@ function Toasts() {
 const NAV = [
   ['/', 'Overview'], ['/clusters', 'Clusters'], ['/clients', 'Clients'], ['/activity', 'Activity'],
   ['/webhooks', 'Webhooks'], ['/settings', 'Settings'], ['/users', 'Users'],
+  ['/silences', 'Silences'],
 ];
 
 function Shell({ children }) {
@@ -175,6 +177,7 @@ function pickView(path) {
   if (path === '/users') return html`<${Users} />`;
   if (path.startsWith('/clients/')) return html`<${ClientDetail} id=${decodeURIComponent(path.slice(9))} />`;
   if (path === '/activity') return html`<${Activity} />`;
+  if (path === '/silences') return html`<${Silences} />`;
   return html`<section><h1>Not found</h1><p>There is no page at this address. <a href="/">Overview</a></p></section>`;
 }
 

@@ -63,7 +63,8 @@ const FADE_MS = 8000;
 // once merge into one ("3 new errors"). Errors stay until dismissed.
 export function toastFor(records) {
   for (const level of ['error', 'warning']) {
-    const hits = records.filter((r) => r.level === level);
+    // A silenced event (maintenance window) is listed but raises no toast.
+    const hits = records.filter((r) => r.level === level && !r.data?.silenced);
     if (!hits.length) continue;
     const open = toasts.value.find((t) => t.level === level);
     if (open) {

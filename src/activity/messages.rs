@@ -190,6 +190,12 @@ pub fn compose(
             if !cleared.is_empty() {
                 changes.push(format!("gone: {}", cleared.join(" ")));
             }
+            if data["silenceEnded"].is_object() {
+                changes.push(format!(
+                    "still open when the silence \"{}\" ended",
+                    text(data, &["silenceEnded", "comment"]).unwrap_or_default()
+                ));
+            }
             let health = text(data, &["incident", "health"]).unwrap_or("unhealthy");
             (
                 format!("Incident for {} is {health}.", cluster_name(data)),
@@ -213,7 +219,43 @@ pub fn compose(
                 None,
             )
         }
+        "silence.created" | "silence.expired" => {
+            let what = silence_scope(data, host);
+            let message = if kind == "silence.created" {
+                format!(
+                    "Silence for {what} until {}, by {}.",
+                    text(data, &["silence", "endsAt"]).unwrap_or("?"),
+                    text(data, &["silence", "createdBy"]).unwrap_or("?")
+                )
+            } else {
+                format!("Silence for {what} ended.")
+            };
+            (
+                message,
+                text(data, &["silence", "comment"]).map(str::to_owned),
+            )
+        }
         other => (format!("{other}{on}."), None),
+    }
+}
+
+/// What a silence covers, in words: every matcher it has.
+fn silence_scope(data: &Value, host: Option<&str>) -> String {
+    let m = &data["silence"]["matcher"];
+    let mut parts = Vec::new();
+    if let Some(key) = m["clusterKey"].as_str() {
+        parts.push(format!("cluster {key}"));
+    }
+    if let Some(id) = m["clientId"].as_str() {
+        parts.push(format!("host {}", host.unwrap_or(id)));
+    }
+    if let Some(kind) = m["kind"].as_str() {
+        parts.push(format!("events {kind}"));
+    }
+    if parts.is_empty() {
+        "nothing".into()
+    } else {
+        parts.join(", ")
     }
 }
 

@@ -6,6 +6,7 @@
 //! the `activity_level_overrides` setting will change or drop kinds.
 
 pub mod messages;
+pub mod silences;
 pub mod sink;
 
 pub use sink::{ActivitySink, StoredEvents};

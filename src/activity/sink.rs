@@ -3,10 +3,12 @@
 //! The sink applies the level policy (the `activity_level_overrides` setting),
 //! stores the events whose ids are new, and hands exactly those on: to the
 //! dashboards (ACTIVITY_APPENDED, with the composed `message` and `detail`) and
-//! to the webhooks. Every thread that records
+//! to the webhooks. An event an active silence covers is marked
+//! (`data.silenced`) before it is stored, and not offered to the webhooks. Every thread that records
 //! events (agent sessions, the `cluster-eval` thread, the schedulers, the HTTP
 //! routes) holds a clone of it, not the whole `App`.
 
+use super::silences::Silences;
 use super::{insert_new, with_texts, Event, LevelPolicy};
 use crate::db::Db;
 use crate::live::{envelope, Hub};
@@ -16,7 +18,8 @@ use std::sync::Arc;
 /// Who hears of newly stored events besides the dashboards: the webhooks.
 /// A trait so that the activity list does not depend on webhook delivery.
 pub trait StoredEvents: Send + Sync {
-    /// Called once per stored batch, with exactly the events stored now.
+    /// Called once per stored batch, with exactly the events stored now that no
+    /// silence holds back (none when every one is silenced).
     /// Must not block.
     fn offer(&self, events: &[Event]);
 }
@@ -30,6 +33,7 @@ pub struct ActivitySink {
     webhooks: Arc<dyn StoredEvents>,
     /// Stored events by kind and level, for `GET /metrics`.
     counters: Arc<Counters>,
+    silences: Arc<Silences>,
 }
 
 impl ActivitySink {
@@ -39,6 +43,7 @@ impl ActivitySink {
         hub: Arc<Hub>,
         webhooks: Arc<dyn StoredEvents>,
         counters: Arc<Counters>,
+        silences: Arc<Silences>,
     ) -> ActivitySink {
         ActivitySink {
             db,
@@ -46,19 +51,21 @@ impl ActivitySink {
             hub,
             webhooks,
             counters,
+            silences,
         }
     }
 
     /// Stores events whose ids are new (after the level policy), and passes the
     /// newly stored on to dashboards and webhooks. False only when storing failed.
     pub fn record(&self, events: Vec<Event>) -> bool {
-        let kept: Vec<Event> = events
+        let mut kept: Vec<Event> = events
             .into_iter()
             .filter_map(|mut e| {
                 e.level = self.policy.level_for(&e.kind, e.level)?;
                 Some(e)
             })
             .collect();
+        self.silences.apply(&mut kept);
         match insert_new(&self.db, kept) {
             Ok(stored) => {
                 for e in &stored {
@@ -71,7 +78,13 @@ impl ActivitySink {
                         "ACTIVITY_APPENDED",
                         serde_json::Value::Array(records),
                     ));
-                    self.webhooks.offer(&stored);
+                    let deliver: Vec<Event> = stored
+                        .into_iter()
+                        .filter(|e| !e.data.contains_key("silenced"))
+                        .collect();
+                    if !deliver.is_empty() {
+                        self.webhooks.offer(&deliver);
+                    }
                 }
                 true
             }

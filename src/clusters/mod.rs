@@ -8,11 +8,14 @@
 //!   findings (pure).
 //! - [`confirm`]: the confirmation state machine that turns observations into
 //!   confirmed changes and their events (pure, on a driven clock).
+//! - [`history`]: the intervals each cluster's confirmed state held, and the
+//!   availability figures summed from them (pure, with their table in `store`).
 //! - [`thread`]: the `cluster-eval` thread that feeds them and carries out what
 //!   they return (records events, asks agents for readings, persists states).
 
 pub mod confirm;
 pub mod group;
+pub mod history;
 pub mod observe;
 pub mod thread;
 

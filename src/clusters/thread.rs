@@ -16,6 +16,7 @@ use crate::agents::AgentRegistry;
 use crate::clock::iso;
 use crate::clock::SharedClock;
 use crate::clusters::confirm::{Confirmed, Evaluator};
+use crate::clusters::history::{self, Book};
 use crate::clusters::{group, patch_member, rejudge, signature, Cluster, HostView};
 use crate::db::{Db, DbError};
 use crate::lifecycle::{contain_panics, Shutdown};
@@ -107,6 +108,10 @@ struct Runner {
     touched: HashSet<usize>,
     /// Events of confirmed changes whose store failed, for the next evaluation.
     unrecorded: Vec<crate::activity::Event>,
+    /// The open history interval of every cluster.
+    history: Book,
+    /// When the open intervals' ends were last moved to now.
+    touched_history: DateTime<Utc>,
 }
 
 pub fn spawn(
@@ -114,6 +119,12 @@ pub fn spawn(
     inbox: Receiver<EvalMsg>,
     shutdown: Shutdown,
 ) -> std::io::Result<()> {
+    // Before anything can read the history: what was open when the server went
+    // away ends where it was last known to hold (see `history`).
+    let closed = history::store::close_all_open(&handles.db).map_err(std::io::Error::other)?;
+    if closed > 0 {
+        log::info!("{closed} cluster history intervals closed where the server last saw them");
+    }
     std::thread::Builder::new()
         .name("cluster-eval".into())
         .spawn(move || {
@@ -158,6 +169,7 @@ impl Runner {
             Some((key, state?))
         });
         let evaluator = Evaluator::restore(restored);
+        let handles_now = handles.clock.now();
         let waiting: HashSet<String> = readings.keys().cloned().collect();
         let until = handles.clock.now() + Duration::seconds(STARTUP_GUARD_SECS);
         Ok(Runner {
@@ -174,6 +186,8 @@ impl Runner {
             evaluate_all: true,
             touched: HashSet::new(),
             unrecorded: Vec::new(),
+            history: Book::default(),
+            touched_history: handles_now,
         })
     }
 
@@ -259,6 +273,7 @@ impl Runner {
         let mut wake_at: Option<DateTime<Utc>> = None;
         while !shutdown.is_set() {
             let now = clock.now();
+            self.touch_history(now, false);
             // Real waits stay short so a driven clock is noticed; the clock decides.
             let wait = wake_at.map_or(std::time::Duration::from_millis(500), |w| {
                 (w - now)
@@ -297,6 +312,51 @@ impl Runner {
             }
             wake_at = self.evaluate(now);
         }
+        // A stop: the open intervals held until now.
+        self.touch_history(clock.now(), true);
+    }
+
+    /// Every [`history::TOUCH_SECS`]: the open intervals are known to hold until now.
+    fn touch_history(&mut self, now: DateTime<Utc>, force: bool) {
+        if !force && now - self.touched_history < Duration::seconds(history::TOUCH_SECS) {
+            return;
+        }
+        self.touched_history = now;
+        if let Err(e) = history::store::touch(&self.handles.db, now.timestamp_millis()) {
+            log::error!("Cannot note that the cluster history still holds: {e}");
+        }
+    }
+
+    /// The history writes of an evaluation: removed clusters end, changed ones
+    /// (every cluster, the first time after a start) begin their new interval
+    /// when the change was first seen.
+    fn history_writes(
+        &mut self,
+        outcome: &crate::clusters::confirm::Outcome,
+        now: DateTime<Utc>,
+    ) -> Vec<history::Write> {
+        let mut writes = Vec::new();
+        for key in &outcome.removed {
+            self.history.close(key, now.timestamp_millis(), &mut writes);
+        }
+        let keys: Vec<String> = if self.history.resumed {
+            outcome.changed.clone()
+        } else {
+            self.history.resumed = true;
+            self.evaluator
+                .all_confirmed()
+                .map(|(k, _)| k.clone())
+                .collect()
+        };
+        for key in keys {
+            let Some(shape) = self.evaluator.confirmed(&key).and_then(history::shape_of) else {
+                continue;
+            };
+            let at = outcome.since.get(&key).copied().unwrap_or(now);
+            self.history
+                .record(&key, shape, at.timestamp_millis(), &mut writes);
+        }
+        writes
     }
 
     /// Brings the grouping up to date with what arrived: built anew when a host's
@@ -361,7 +421,7 @@ impl Runner {
             let evaluator = &mut self.evaluator;
             contain_panics(|| evaluator.evaluate_some(&subset, now))
         };
-        let Some(outcome) = outcome else {
+        let Some(mut outcome) = outcome else {
             log::error!("The cluster evaluation panicked; it is tried again with the next change");
             return None;
         };
@@ -376,7 +436,7 @@ impl Runner {
         // evaluation (their ids make a second store of a stored one a no-op), so a
         // failing write delays a confirmed change but does not lose it.
         let mut events = std::mem::take(&mut self.unrecorded);
-        events.extend(outcome.events);
+        events.extend(std::mem::take(&mut outcome.events));
         let retry = !events.is_empty() && !handles.activity.record(events.clone());
         if retry {
             if events.len() > MAX_UNRECORDED {
@@ -405,9 +465,13 @@ impl Runner {
             })
             .chain(outcome.removed.iter().map(|k| (k.clone(), None)))
             .collect();
-        if !states.is_empty() {
+        let writes = self.history_writes(&outcome, now);
+        let handles = &self.handles;
+        if !states.is_empty() || !writes.is_empty() {
             let at = iso(now);
+            let now_ms = now.timestamp_millis();
             let saved = handles.db.write(move |c| {
+                history::store::apply(c, &writes, now_ms)?;
                 for (key, state) in &states {
                     match state {
                         Some(s) => c.execute(
@@ -447,4 +511,42 @@ pub fn open_incidents(db: &Db) -> Result<u64, DbError> {
         }
         Ok(open)
     })
+}
+
+/// The open incidents as `cluster_states` holds them (this thread keeps it
+/// current), for the end of a silence.
+pub struct StoredIncidents(pub Arc<Db>);
+
+impl crate::activity::silences::OpenIncidents for StoredIncidents {
+    fn still_open(
+        &self,
+        incident_ids: &[String],
+        silence: &Value,
+        now: DateTime<Utc>,
+    ) -> Vec<crate::activity::Event> {
+        let states: Result<Vec<String>, DbError> = self.0.read(|c| {
+            let mut stmt = c.prepare("SELECT state FROM cluster_states")?;
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        });
+        let states = match states {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!("Cannot read the open incidents at the end of a silence: {e}");
+                return Vec::new();
+            }
+        };
+        states
+            .iter()
+            .filter_map(|text| Confirmed::from_json(&serde_json::from_str(text).ok()?))
+            .filter(|c| {
+                c.incident
+                    .as_ref()
+                    .is_some_and(|i| incident_ids.contains(&i.id))
+            })
+            .filter_map(|c| crate::clusters::confirm::silence_ended(&c, silence, now))
+            .collect()
+    }
 }

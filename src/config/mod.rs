@@ -20,12 +20,14 @@ use std::time::Duration;
 pub use values::{LogLevel, ProxyRule};
 
 /// Defaults of the settings block, in the order they are written.
-pub const SETTINGS_DEFAULTS: [(&str, &str); 6] = [
+pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
     ("token_retention_days", "30"),
     ("token_cleanup_interval_hours", "24"),
     ("notification_retention_days", "90"),
     ("notification_retention_count", "500"),
     ("notification_cleanup_interval_hours", "24"),
+    // Issue 20: cluster history, trimmed by the notification cleanup.
+    ("history_retention_days", "400"),
     ("activity_level_overrides", ""),
 ];
 

@@ -11,6 +11,11 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use vrrp_protocol::ActivityLevel;
 
+/// Days of cluster history kept (issue 20); 0 falls back to the default, as
+/// `notification_retention_days` does: history is never kept "forever" by accident.
+pub const HISTORY_RETENTION_KEY: &str = "history_retention_days";
+pub const HISTORY_RETENTION_DEFAULT: u64 = 400;
+
 /// Kinds that must always be recorded: an incident nobody hears of is worse than noise.
 pub const NEVER_NONE: [&str; 2] = ["vrrp.incident_opened", "vrrp.incident_resolved"];
 pub const OVERRIDES_KEY: &str = "activity_level_overrides";
@@ -93,7 +98,10 @@ pub fn validate_update(body: &Map<String, Value>) -> Result<Map<String, Value>, 
     }
     let mut out = Map::new();
     for (key, value) in body {
-        let stored = if key.starts_with("token_") || key.starts_with("notification_") {
+        let stored = if key.starts_with("token_")
+            || key.starts_with("notification_")
+            || key == HISTORY_RETENTION_KEY
+        {
             let n = whole_number(value).ok_or_else(|| {
                 (
                     key.clone(),
@@ -217,6 +225,9 @@ mod tests {
         let ok = validate_update(json!({"token_retention_days": 7, "notification_retention_count": "12", "my_key": {"a": 1}}).as_object().unwrap()).unwrap();
         assert_eq!(ok["token_retention_days"], "7");
         assert_eq!(ok["notification_retention_count"], "12");
+        let history =
+            validate_update(json!({"history_retention_days": 30}).as_object().unwrap()).unwrap();
+        assert_eq!(history["history_retention_days"], "30");
         assert_eq!(ok["my_key"], json!({"a": 1}), "unlisted keys as given");
         for (body, field) in [
             (json!({"security": {}}), "security"),
@@ -226,6 +237,14 @@ mod tests {
                 "notification_retention_days",
             ),
             (json!({"token_whatever": "x"}), "token_whatever"),
+            (
+                json!({"history_retention_days": "-3"}),
+                "history_retention_days",
+            ),
+            (
+                json!({"history_retention_days": 1.5}),
+                "history_retention_days",
+            ),
             (
                 json!({"activity_level_overrides": "vrrp.incident_resolved=none"}),
                 "activity_level_overrides",

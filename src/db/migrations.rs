@@ -32,6 +32,16 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0005_webhooks.sql",
         include_str!("../../sql/0005_webhooks.sql"),
     ),
+    (
+        6,
+        "0006_cluster_history.sql",
+        include_str!("../../sql/0006_cluster_history.sql"),
+    ),
+    (
+        7,
+        "0007_silences.sql",
+        include_str!("../../sql/0007_silences.sql"),
+    ),
 ];
 
 #[derive(Debug)]

@@ -34,7 +34,10 @@ pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult
     if changes.keys().any(|k| k.starts_with("token_")) {
         app.token_cleanup.wake();
     }
-    if changes.keys().any(|k| k.starts_with("notification_")) {
+    if changes
+        .keys()
+        .any(|k| k.starts_with("notification_") || k == settings::HISTORY_RETENTION_KEY)
+    {
         app.notification_cleanup.wake();
     }
     Ok(Resp::ok(&json!({ "success": true })))

@@ -6,7 +6,9 @@
 
 pub mod api_agents;
 pub mod api_auth;
+pub mod api_history;
 pub mod api_settings;
+pub mod api_silences;
 pub mod api_users;
 pub mod api_webhooks;
 pub mod conns;
@@ -286,6 +288,10 @@ fn route(app: &App, req: &Req) -> ApiResult {
                 }
                 ("GET", ["api", "v1", "keepalived", "states"]) => api_agents::list_states,
                 ("GET", ["api", "v1", "keepalived", "clusters"]) => api_agents::list_clusters,
+                ("GET", ["api", "v1", "keepalived", "clusters", "history"]) => api_history::history,
+                ("GET", ["api", "v1", "keepalived", "clusters", "availability"]) => {
+                    api_history::availability_of_all
+                }
                 ("GET", ["api", "v1", "activity"]) => api_agents::list_activity,
                 ("POST", ["api", "v1", "activity", "seen"]) => api_agents::mark_seen,
                 ("DELETE", ["api", "v1", "activity"]) => api_agents::delete_activity,
@@ -298,6 +304,9 @@ fn route(app: &App, req: &Req) -> ApiResult {
                     api_settings::clean_notifications
                 }
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => api_settings::status,
+                ("GET", ["api", "v1", "silences"]) => api_silences::list,
+                ("POST", ["api", "v1", "silences"]) => api_silences::create,
+                ("DELETE", ["api", "v1", "silences", _]) => api_silences::delete,
                 ("GET", ["api", "v1", "webhooks"]) => api_webhooks::list,
                 ("GET", ["api", "v1", "webhooks", "templates"]) => api_webhooks::templates,
                 ("POST", ["api", "v1", "webhooks"]) => api_webhooks::create,

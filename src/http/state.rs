@@ -50,6 +50,8 @@ pub struct App {
     pub settings: Arc<Settings>,
     /// The one way into the activity list.
     pub activity: ActivitySink,
+    /// Maintenance windows (issue 20).
+    pub silences: Arc<crate::activity::silences::Silences>,
     pub token_cleanup: Arc<Scheduler>,
     pub notification_cleanup: Arc<Scheduler>,
     /// One writer of the config file at a time.

@@ -22,6 +22,7 @@ export function EventRow({ r, children, onSeen }) {
     <div class="event-main">
       <${Level} level=${r.level} />
       <span class="event-message">${r.message || r.kind}</span>
+      ${r.data?.silenced && html`<span class="badge silenced" title=${`Silenced: ${r.data.silenced.comment}`}>silenced</span>`}
       ${!seen && onSeen && html`<button type="button" class="ghost small mark-seen" aria-label="Mark seen"
         onClick=${() => onSeen([r.id])}>Mark seen</button>`}
     </div>

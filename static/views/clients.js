@@ -6,6 +6,7 @@ import { html, Time, Dot } from '../ui.js';
 import * as S from '../state.js';
 import { post } from '../api.js';
 import { route, setParams } from '../router.js';
+import { SilenceAction, SilencedBanner } from './silences.js';
 
 const nameOf = (c) => c.displayName || c.hostname || c.id.slice(0, 8);
 
@@ -102,6 +103,8 @@ export function ClientDetail({ id }) {
   return html`<section class="client-detail">
     <p><a href="/clients">← Clients</a></p>
     <h1><${Dot} online=${!offline} /> ${nameOf(client)}</h1>
+    <${SilencedBanner} clientIds=${[client.id]} />
+    <${SilenceAction} matcher=${{ clientId: client.id }} what=${nameOf(client)} />
     <dl class="facts">
       <dt>Status</dt><dd>${client.status}</dd>
       <dt>Host name</dt><dd>${client.hostname || '–'}</dd>

@@ -8,6 +8,8 @@ import * as S from '../state.js';
 import { get, query } from '../api.js';
 import { byPriority, explain, hostOf, MemberRow } from './clusters.js';
 import { EventRow } from './activity.js';
+import { HistoryPanel } from './availability.js';
+import { SilenceAction, SilencedBanner } from './silences.js';
 
 const DAY = 24 * 3600 * 1000;
 
@@ -95,6 +97,8 @@ export function ClusterDetail({ id }) {
     <h1><${Health} health=${cluster.health} /> VRID ${cluster.vrid}
       <span class="muted">${cluster.site ? `${cluster.site} · ` : ''}${cluster.networks.join(', ')}</span></h1>
     <p class="explain">${explain(cluster)}</p>
+    <${SilencedBanner} clusterKey=${cluster.key} clientIds=${cluster.members.map((m) => m.clientId)} />
+    <${SilenceAction} matcher=${{ clusterKey: cluster.key }} what=${`VRID ${cluster.vrid}`} />
     <p class="muted">Addresses: ${cluster.vips.join(', ') || 'none'}</p>
     <h2>Members</h2>
     <ul class="members wide">${byPriority(cluster.members).map((m) => html`<${MemberRow} m=${m} key=${m.clientId + m.instance.name} />`)}</ul>
@@ -104,6 +108,8 @@ export function ClusterDetail({ id }) {
     <h2>Master over the last 24 hours</h2>
     ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}
     ${events ? html`<${Timeline} events=${events} cluster=${cluster} />` : !error && html`<p class="muted">Loading…</p>`}
+    <h2>History and availability</h2>
+    <${HistoryPanel} clusterKey=${cluster.key} />
     <h2>Counters</h2>
     <${Counters} cluster=${cluster} />
     <h2>Activity of this cluster</h2>

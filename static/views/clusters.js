@@ -4,6 +4,8 @@ import { useEffect } from 'preact/hooks';
 import { html, Health, Dot, Paged } from '../ui.js';
 import * as S from '../state.js';
 import { route, setParams } from '../router.js';
+import { okShare, percent, useAvailabilityList } from './availability.js';
+import { loadSilences, silencesFor } from './silences.js';
 
 export function clusterHref(c) {
   return `/clusters/${encodeURIComponent(c.key)}`;
@@ -92,6 +94,9 @@ function ClusterRow(c) {
       <${Health} health=${c.health} />
       <a class="cluster-name" href=${clusterHref(c)}>VRID ${c.vrid}</a>
       <span class="muted">${c.site ? `${c.site} · ` : ''}${c.networks.join(', ')}</span>
+      ${silencesFor({ clusterKey: c.key, clientIds: c.members.map((m) => m.clientId) }).length > 0
+        && html`<span class="badge silenced">silenced</span>`}
+      ${c.availability && html`<span class="muted availability" title="Share of the last 30 days in health ok">${percent(okShare(c.availability))} ok</span>`}
     </header>
     <p class="explain">${explain(c)}</p>
     <ul class="members">${byPriority(c.members).map((m) => html`<${MemberRow} m=${m} key=${m.clientId + m.instance.name} />`)}</ul>
@@ -105,10 +110,19 @@ export function Clusters() {
   const health = p.get('health') || '';
   const state = p.get('state') || '';
   const attention = p.get('attention') === '1';
-  const list = S.clusters.value.filter((c) => (!health || c.health === health)
+  const byAvailability = p.get('sort') === 'availability';
+  useEffect(() => { loadSilences(); }, []);
+  const figures = useAvailabilityList(byAvailability);
+  let list = S.clusters.value.filter((c) => (!health || c.health === health)
     && (!attention || c.health !== 'ok')
     && (!state || c.members.some((m) => live(m) && m.instance.state === state))
     && matches(c, q));
+  if (byAvailability && figures) {
+    // Lowest availability (share of time ok over 30 days) first; no history last.
+    const share = (c) => okShare(figures.get(c.key)) ?? 2;
+    list = list.map((c) => ({ ...c, availability: figures.get(c.key) }))
+      .sort((a, b) => share(a) - share(b) || a.key.localeCompare(b.key));
+  }
   return html`<section>
     <h1>Clusters</h1>
     <div class="filters row">
@@ -117,6 +131,11 @@ export function Clusters() {
       <select aria-label="Health" value=${health} onChange=${(e) => setParams({ health: e.currentTarget.value })}>
         <option value="">Any health</option>
         ${['split-brain', 'no-master', 'vip-mismatch', 'degraded', 'unknown', 'ok'].map((h) => html`<option value=${h}>${h}</option>`)}
+      </select>
+      <select aria-label="Order" id="cluster-order" value=${byAvailability ? 'availability' : ''}
+        onChange=${(e) => setParams({ sort: e.currentTarget.value })}>
+        <option value="">Attention first</option>
+        <option value="availability">Lowest availability first (30 d)</option>
       </select>
       ${(state || attention) && html`<button type="button" onClick=${() => setParams({ state: '', attention: '' })}>
         ${state ? `With a live ${state}` : 'Needing attention'} ×</button>`}

@@ -91,6 +91,15 @@ impl Launch {
 
     /// Runs the server inside this process with a clock the test drives.
     pub fn start_in_process(self) -> (Server, vrrp_monitor::clock::ManualClock) {
+        self.start_in_process_at(chrono::Utc::now())
+    }
+
+    /// Runs the server inside this process with a clock the test drives, starting
+    /// at `start` (a restart can then resume where the last run's clock was).
+    pub fn start_in_process_at(
+        self,
+        start: chrono::DateTime<chrono::Utc>,
+    ) -> (Server, vrrp_monitor::clock::ManualClock) {
         use vrrp_monitor::{app, clock::ManualClock, config, lifecycle::Shutdown};
         let mut env =
             config::Env::default().with("SVC_SERVER_DATA_DIR", self.data_dir().to_str().unwrap());
@@ -99,7 +108,7 @@ impl Launch {
         }
         let loaded = config::load(&env).expect("config");
         let listener = TcpListener::bind(("127.0.0.1", self.port)).unwrap();
-        let clock = ManualClock::new(chrono::Utc::now());
+        let clock = ManualClock::new(start);
         let shutdown = Shutdown::new();
         let (c, s) = (clock.clone(), shutdown.clone());
         let thread = std::thread::spawn(move || {

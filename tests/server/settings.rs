@@ -23,7 +23,8 @@ fn settings_read_and_every_update_rule() {
     let expected = json!({
         "token_retention_days": "30", "token_cleanup_interval_hours": "24",
         "notification_retention_days": "90", "notification_retention_count": "500",
-        "notification_cleanup_interval_hours": "24", "activity_level_overrides": "", "my_note": "hello",
+        "notification_cleanup_interval_hours": "24", "history_retention_days": "400",
+        "activity_level_overrides": "", "my_note": "hello",
     });
     assert_eq!(a.body, expected);
     assert_eq!(

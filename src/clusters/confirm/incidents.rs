@@ -166,3 +166,39 @@ pub(super) fn confirm_health(
     }
     confirmed.health = target.health;
 }
+
+/// An incident still open when a silence that held back its events ended: one
+/// `vrrp.incident_updated` with the incident as confirmed now, noting the end in
+/// `data.silenceEnded`, so a webhook receiver learns of it.
+pub fn silence_ended(confirmed: &Confirmed, silence: &Value, now: DateTime<Utc>) -> Option<Event> {
+    let incident = confirmed.incident.as_ref()?;
+    let reasons: Vec<Value> = incident.findings.values().map(Finding::to_json).collect();
+    let mut fields = incident_json(
+        incident,
+        json!(confirmed.health.as_str()),
+        confirmed.health,
+        &reasons,
+        now,
+    );
+    fields.insert("added".into(), json!([]));
+    fields.insert("cleared".into(), json!([]));
+    let mut e = event(
+        "vrrp.incident_updated",
+        ActivityLevel::Warning,
+        None,
+        now,
+        now,
+        json!({ "cluster": confirmed.cluster, "incident": fields, "silenceEnded": silence }),
+        Some(incident.id.clone()),
+    );
+    // The subject host as for any incident event: the master, else a member.
+    let members = confirmed.cluster["members"].as_array();
+    e.client_id = members
+        .and_then(|ms| {
+            ms.iter()
+                .find(|m| m["state"] == "MASTER" && m["online"] == true)
+                .or_else(|| ms.first())
+        })
+        .and_then(|m| m["clientId"].as_str().map(str::to_owned));
+    Some(e)
+}

@@ -29,7 +29,7 @@ mod pending;
 mod tests;
 
 pub use events::cluster_data;
-pub use incidents::Incident;
+pub use incidents::{silence_ended, Incident};
 use pending::{differs, target_of, Look, Pending};
 
 /// `unreachable` has no agent to deliver a reading; it counts once it lasted this long.
@@ -129,6 +129,9 @@ pub struct Outcome {
     pub changed: Vec<String>,
     /// Clusters that are gone (to forget).
     pub removed: Vec<String>,
+    /// Per cluster whose change was confirmed now: when it was first seen (where
+    /// its history interval starts).
+    pub since: HashMap<String, DateTime<Utc>>,
     pub events: Vec<Event>,
     /// Agents to send REQUEST_STATE_UPDATE.
     pub requests: Vec<String>,
@@ -270,6 +273,11 @@ impl Evaluator {
             .collect()
     }
 
+    /// Every cluster seen, with its confirmed state.
+    pub fn all_confirmed(&self) -> impl Iterator<Item = (&String, &Confirmed)> {
+        self.clusters.iter().map(|(k, t)| (k, &t.confirmed))
+    }
+
     /// The confirmed state of a cluster, if it was seen.
     pub fn confirmed(&self, key: &str) -> Option<&Confirmed> {
         self.clusters.get(key).map(|t| &t.confirmed)
@@ -365,6 +373,7 @@ impl Evaluator {
             &mut out.requests,
         ) {
             Look::Due(pending) => {
+                out.since.insert(cluster.key.clone(), pending.first_seen);
                 events::confirm(
                     &mut tracked.confirmed,
                     &pending,

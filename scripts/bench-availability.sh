@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Benchmark of the availability figures (issue 20): stores the cluster history of
+# CLUSTERS clusters (default 1,000) over DAYS days (default 400) with one failover
+# per cluster per day (a 5 s time without master, as its own incident, then the
+# other host master: two intervals a day), then times
+# GET /api/v1/keepalived/clusters/availability over the whole window on a release
+# server (loopback). Prints the rows stored and the answer's latency.
+#   scripts/bench-availability.sh [CLUSTERS] [DAYS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+clusters=${1:-1000}
+days=${2:-400}
+cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+source scripts/lib/bench-server.sh
+start_server
+now_ms=$(python3 -c 'import time; print(int(time.time()*1000))')
+python3 - "$data/vrrp-monitor.db" "$clusters" "$days" "$now_ms" <<'PY'
+import sqlite3, sys, json, uuid
+db = sqlite3.connect(sys.argv[1], timeout=30)
+clusters, days, now = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+day = 86_400_000
+start = now - days * day
+def rows():
+    for c in range(clusters):
+        key = f"dc-{c % 7}|{c % 255 + 1}|10.{c // 256}.{c % 256}.0/24"
+        hosts = [[str(uuid.uuid4()), f"lb-{c}-a"], [str(uuid.uuid4()), f"lb-{c}-b"]]
+        for d in range(days):
+            t = start + d * day
+            yield (key, t, t + 5_000, json.dumps([]), "no-master", f"inc-{c}-{d}")
+            last = d == days - 1
+            yield (key, t + 5_000, now if last else t + day, json.dumps([hosts[d % 2]]), "ok", None)
+db.execute("BEGIN")
+db.executemany("INSERT INTO cluster_history (key, from_ms, to_ms, open, masters, health, incident_id) VALUES (?, ?, ?, 0, ?, ?, ?)", rows())
+db.commit()
+n = db.execute("SELECT COUNT(*) FROM cluster_history").fetchone()[0]
+print(f"stored {n} history intervals ({clusters} clusters x {days} days, one failover a day)")
+PY
+login_admin
+from=$(python3 -c "import datetime; print((datetime.datetime.fromtimestamp($now_ms/1000, datetime.timezone.utc) - datetime.timedelta(days=$days)).strftime('%Y-%m-%dT%H:%M:%S.000Z'))")
+to=$(python3 -c "import datetime; print(datetime.datetime.fromtimestamp($now_ms/1000, datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%S.000Z'))")
+path="/api/v1/keepalived/clusters/availability?from=$from&to=$to"
+curl -s "http://127.0.0.1:$port$path" -H "cookie: svc_session=$token" -o "$data/answer.json"
+python3 - "$data/answer.json" <<'PY'
+import json, os, sys
+c = json.load(open(sys.argv[1]))['clusters']
+f = c[0]
+print(f"answer: {len(c)} clusters, {os.path.getsize(sys.argv[1])} bytes; first: masterChanges {f['masterChanges']}, "
+      f"incidents {f['incidents']['count']} ({f['incidents']['totalSeconds']} s), oneMasterShare {f['oneMasterShare']:.6f}")
+PY
+echo "availability over $days days, one request at a time:"
+target/release/vrrp-load http "127.0.0.1:$port" "$path" --token "$token" --connections 1 --requests 10

@@ -1,0 +1,83 @@
+//! `GET /api/v1/keepalived/clusters/history` and `.../availability`: a window of
+//! the cluster history, and the availability figures summed from it (issue 20).
+//! Validates the query, then calls `clusters::history`.
+
+use super::request::Req;
+use super::response::{ApiResult, Resp};
+use super::validate::invalid;
+use super::App;
+use crate::auth::Session;
+use crate::clock::iso;
+use crate::clusters::history::{self, availability::availability, store};
+use chrono::{DateTime, Duration, Utc};
+use serde_json::json;
+
+/// Without `from`, a window reaches back this far.
+const DEFAULT_WINDOW_DAYS: i64 = 30;
+/// The longest window asked for (ten years; more is a typo).
+const MAX_WINDOW_DAYS: i64 = 3660;
+
+fn time_param(req: &Req, name: &str) -> Result<Option<DateTime<Utc>>, super::response::ApiError> {
+    match req.query_param(name) {
+        None | Some("") => Ok(None),
+        Some(t) => DateTime::parse_from_rfc3339(t)
+            .map(|t| Some(t.with_timezone(&Utc)))
+            .map_err(|_| invalid(name, "must be an ISO 8601 timestamp")),
+    }
+}
+
+/// `from` and `to` (ISO 8601): `to` defaults to now, `from` to 30 days before `to`.
+fn window(
+    app: &App,
+    req: &Req,
+) -> Result<(DateTime<Utc>, DateTime<Utc>), super::response::ApiError> {
+    let from = time_param(req, "from")?;
+    let to = time_param(req, "to")?.unwrap_or_else(|| app.clock.now());
+    let from = from.unwrap_or(to - Duration::days(DEFAULT_WINDOW_DAYS));
+    if from >= to {
+        return Err(invalid("to", "must be after from"));
+    }
+    if to - from > Duration::days(MAX_WINDOW_DAYS) {
+        return Err(invalid("from", "must be at most 3660 days before to"));
+    }
+    Ok((from, to))
+}
+
+pub fn history(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    let key = match req.query_param("key") {
+        None => return Err(invalid("key", "is required")),
+        Some("") => return Err(invalid("key", "must not be empty")),
+        Some(k) => k.to_owned(),
+    };
+    let (from, to) = window(app, req)?;
+    let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
+    let now_ms = app.clock.now().timestamp_millis();
+    let read = store::read(&app.db, Some(&key), from_ms, to_ms, now_ms)?;
+    let intervals = read
+        .first()
+        .map(|(_, list)| history::clip(list, from_ms, to_ms))
+        .unwrap_or_default();
+    Ok(Resp::ok(&json!({
+        "key": key,
+        "from": iso(from),
+        "to": iso(to),
+        "intervals": intervals.iter().map(history::interval_json).collect::<Vec<_>>(),
+    })))
+}
+
+pub fn availability_of_all(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    let (from, to) = window(app, req)?;
+    let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
+    // Nothing after now has been observed: the window's future is not counted.
+    let now_ms = app.clock.now().timestamp_millis();
+    let read = store::read(&app.db, None, from_ms, to_ms, now_ms)?;
+    let clusters: Vec<_> = read
+        .iter()
+        .map(|(key, list)| availability(list, from_ms, to_ms.min(now_ms.max(from_ms))).to_json(key))
+        .collect();
+    Ok(Resp::ok(&json!({
+        "from": iso(from),
+        "to": iso(to),
+        "clusters": clusters,
+    })))
+}

@@ -1,0 +1,39 @@
+//! `/api/v1/silences`: list, create and end maintenance windows (issue 20).
+//! Validates, then calls `activity::silences`.
+
+use super::request::Req;
+use super::response::{ApiError, ApiResult, Resp};
+use super::validate::{invalid, Body};
+use super::App;
+use crate::activity::silences;
+use crate::auth::Session;
+use serde_json::json;
+
+pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    Ok(Resp::ok(&app.silences.list_json(app.clock.now())))
+}
+
+pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    let body = Body::parse(&req.body)?;
+    let now = app.clock.now();
+    let new = silences::validate(body.object(), now)
+        .map_err(|(field, message)| invalid(&field, &message))?;
+    let created = app
+        .silences
+        .create(new, &session.username, now, &app.activity)?;
+    log::info!(
+        "Silence {} created by \"{}\"",
+        created["id"],
+        session.username
+    );
+    Ok(Resp::json(201, &created))
+}
+
+pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
+    let id = path.get(3).copied().unwrap_or_default();
+    if !app.silences.end_now(id, app.clock.now())? {
+        return Err(ApiError::not_found("Silence not found"));
+    }
+    log::info!("Silence {id} ended by \"{}\"", session.username);
+    Ok(Resp::ok(&json!({ "success": true })))
+}
