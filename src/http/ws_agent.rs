@@ -16,6 +16,7 @@ use crate::live::{self, envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::net::IpAddr;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 /// The agent must send AUTH within this long.
@@ -56,6 +57,14 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(socket) = ws::accept(rq, &mut busy) else {
         return;
     };
+    let queue = match live::channel::<ToSocket>(QUEUE) {
+        Ok(q) => q,
+        Err(e) => {
+            log::error!("Cannot create a queue for an agent socket: {e}");
+            return socket.close(1011, "Internal error");
+        }
+    };
+    busy.hold(queue.1.wake_fd().as_raw_fd());
     let source = canonical_ip(peer.ip());
     let checked = session::check_credentials(
         &app.db,
@@ -80,7 +89,14 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         .spawn(move || {
             let _busy = busy;
             if crate::lifecycle::contain_panics(|| {
-                serve(handles, socket, client, source, auth_until)
+                serve_session(
+                    handles,
+                    socket,
+                    queue,
+                    client,
+                    source,
+                    First::AwaitAuth(auth_until),
+                )
             })
             .is_none()
             {
@@ -90,30 +106,6 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     if let Err(e) = spawned {
         log::error!("Cannot start a thread for the agent connection from {peer}: {e}");
     }
-}
-
-fn serve(
-    handles: SessionHandles,
-    socket: WsSocket,
-    client: ClientRecord,
-    source: IpAddr,
-    auth_until: DateTime<Utc>,
-) {
-    let (outbox, inbox) = match live::channel::<ToSocket>(QUEUE) {
-        Ok(c) => c,
-        Err(e) => {
-            log::error!("Cannot create a queue for an agent socket: {e}");
-            return;
-        }
-    };
-    serve_session(
-        handles,
-        socket,
-        (outbox, inbox),
-        client,
-        source,
-        First::AwaitAuth(auth_until),
-    );
 }
 
 /// Where a session starts.

@@ -9,6 +9,7 @@ mod config;
 mod dashboard;
 mod first_sighting;
 mod full_disk;
+mod hostile;
 mod http;
 mod kill9;
 mod metrics;
