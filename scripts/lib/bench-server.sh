@@ -6,12 +6,14 @@
 #                    on the same port and data, waits until it answers and prints its
 #                    pid (for `vrrp-load agents --restart-cmd`)
 password=bench-password-123
+# The server binary to measure (another build, e.g. main's, for before/after figures).
+server_bin=${VRRP_MONITOR_BIN:-target/release/vrrp-monitor}
 
 # Starts the server in the background on $port/$data; prints its pid.
 launch_server() {
   local log=$1
   SVC_SERVER_DATA_DIR="$data" SVC_SERVER_PORT="$port" SVC_ADMIN_PASSWORD="$password" LOG_LEVEL=warn \
-    nohup target/release/vrrp-monitor 2>"$log" >/dev/null &
+    nohup "$server_bin" 2>"$log" >/dev/null &
   echo $! >"$data/pid"
 }
 
@@ -36,12 +38,18 @@ restart_command() {
   cat >"$data/restart.sh" <<SCRIPT
 set -e
 cd "$root"
-data="$data"; port="$port"; password="$password"
+data="$data"; port="$port"; password="$password"; server_bin="$server_bin"
 $(declare -f launch_server wait_until_up)
 old=\$(cat "\$data/pid")
 kill -TERM "\$old"
 # Gone, or a zombie: its parent (the benchmark's shell) is busy running the load.
 while kill -0 "\$old" 2>/dev/null && ! grep -q '^State:.*Z' "/proc/\$old/status" 2>/dev/null; do sleep 0.02; done
+# A process with thousands of threads is a zombie before its last thread has
+# closed the descriptors: wait until the port can be bound again.
+for _ in \$(seq 500); do
+  python3 -c 'import socket,sys; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", int(sys.argv[1])))' "\$port" 2>/dev/null && break
+  sleep 0.02
+done
 launch_server "\$data/server-restarted.log"
 wait_until_up
 cat "\$data/pid"

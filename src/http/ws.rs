@@ -143,20 +143,24 @@ fn would_block(e: &tungstenite::Error) -> bool {
 pub struct Gone;
 
 impl WsSocket {
-    /// Waits until the socket or the inbox has something, or `timeout`.
-    fn wait(&self, wake: BorrowedFd<'_>, timeout: Duration) {
+    /// Waits until the socket or the inbox has something, or `timeout`. An inbox
+    /// without a wake-up descriptor is looked at when the wait ends.
+    fn wait(&self, wake: Option<BorrowedFd<'_>>, timeout: Duration) {
         // SAFETY: the descriptor is open for as long as `self` holds the stream.
         let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
         let mut events = PollFlags::POLLIN;
         if self.pending {
             events |= PollFlags::POLLOUT;
         }
-        let mut fds = [
-            PollFd::new(sock, events),
-            PollFd::new(wake, PollFlags::POLLIN),
-        ];
         let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
-        let _ = poll(&mut fds, PollTimeout::from(ms));
+        let socket = PollFd::new(sock, events);
+        let _ = match wake {
+            Some(wake) => poll(
+                &mut [socket, PollFd::new(wake, PollFlags::POLLIN)],
+                PollTimeout::from(ms),
+            ),
+            None => poll(&mut [socket], PollTimeout::from(ms)),
+        };
     }
 
     /// The next message the peer sent, `None` when nothing more can be read now.

@@ -16,7 +16,6 @@ use crate::live::{self, envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::net::IpAddr;
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 /// The agent must send AUTH within this long.
@@ -57,14 +56,8 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(socket) = ws::accept(rq, &mut busy) else {
         return;
     };
-    let queue = match live::channel::<ToSocket>(QUEUE) {
-        Ok(q) => q,
-        Err(e) => {
-            log::error!("Cannot create a queue for an agent socket: {e}");
-            return socket.close(1011, "Internal error");
-        }
-    };
-    busy.hold(queue.1.wake_fd().as_raw_fd());
+    // Polled, not woken: see `live::polled_channel`.
+    let queue = live::polled_channel::<ToSocket>(QUEUE);
     let source = canonical_ip(peer.ip());
     let checked = session::check_credentials(
         &app.db,

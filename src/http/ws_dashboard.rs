@@ -57,7 +57,9 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
             return socket.close(1011, "Internal error");
         }
     };
-    busy.hold(queue.1.wake_fd().as_raw_fd());
+    if let Some(fd) = queue.1.wake_fd() {
+        busy.hold(fd.as_raw_fd());
+    }
     let name = format!("ws-dash:{}", session.username);
     let spawned = std::thread::Builder::new()
         .stack_size(256 * 1024)
