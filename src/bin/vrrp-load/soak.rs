@@ -85,6 +85,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // The clusters are first seen and settle before the storms start.
     std::thread::sleep(SETTLE);
     let before_storms = received.lock().map_or(0, |r| r.len());
+    // Latency over the soak, not the fleet's ramp-up.
+    if let Ok(mut l) = latencies.lock() {
+        l.clear();
+    }
     let soak_started = Instant::now();
     let since = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let figures = |label: &str| -> Option<(u64, usize, usize)> {
@@ -191,7 +195,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         "vrrp.master_changed in the activity list since the first storm: {logged} (want {failovers})"
     );
     println!(
-        "agents dropped during the soak: {}; reading -> dashboard p99 over the run: {:.1} ms",
+        "agents dropped during the soak: {}; reading -> dashboard p99 over the soak: {:.1} ms",
         shared.dropped.load(Ordering::Relaxed),
         lat.get(((lat.len() as f64 * 0.99) as usize).min(lat.len().saturating_sub(1)))
             .map_or(0.0, |d| fleet::ms(*d))
