@@ -94,6 +94,12 @@ pub struct ConnTracker {
     live: RwLock<HashSet<RawFd>>,
     /// The highest descriptor the last scan saw.
     high_water: AtomicI32,
+    /// Where the last scans saw each peer's descriptors (not held by an upgraded
+    /// socket yet). A lookup tries these first and checks them with the kernel;
+    /// only a peer not seen yet costs a scan. In a reconnect storm thousands of
+    /// connections wait at once, and a scan per upgrade asked the kernel about
+    /// every one of them each time.
+    seen: Mutex<HashMap<SocketAddr, Vec<RawFd>>>,
     /// The descriptor limit in force (0: unknown).
     limit: AtomicU64,
 }
@@ -109,10 +115,24 @@ impl Busy {
     /// Finds the connection's descriptors and notes them as held by an upgraded
     /// socket; returns one of them (they are the same socket).
     pub fn take_socket(&mut self) -> Option<RawFd> {
-        let fds = {
-            let live = self.tracker.live.read();
-            let high = self.tracker.high_water.load(Ordering::Relaxed);
-            sockets::find(self.tracker.port, self.peer, &live, high)
+        let port = self.tracker.port;
+        let remembered = self.tracker.seen.lock().remove(&self.peer);
+        let fds = match remembered.filter(|fds| {
+            fds.iter()
+                .all(|&fd| sockets::peer_of(fd, port) == Some(self.peer))
+        }) {
+            Some(fds) if !fds.is_empty() => fds,
+            _ => {
+                let live = self.tracker.live.read();
+                let high = self.tracker.high_water.load(Ordering::Relaxed);
+                let (fds, others) = sockets::find(port, self.peer, &live, high);
+                drop(live);
+                let mut seen = self.tracker.seen.lock();
+                for (fd, peer) in others {
+                    seen.entry(peer).or_default().push(fd);
+                }
+                fds
+            }
         };
         let first = *fds.first()?;
         if let Some(&max) = fds.iter().max() {
@@ -162,6 +182,8 @@ pub struct ConnView {
     /// The peer sent data since the quiet time began: a request is being sent,
     /// or waits in tiny_http's queue for a worker.
     pub request_begun: bool,
+    /// The peer closed its side: nobody waits for an answer.
+    pub hung_up: bool,
 }
 
 impl ConnView {
@@ -182,6 +204,11 @@ pub fn should_close(
 ) -> bool {
     if conn.busy {
         return false;
+    }
+    // A client that gave up (an agent's 5 s handshake timeout) must not hold
+    // two descriptors and a thread while its request waits for a worker.
+    if conn.hung_up {
+        return true;
     }
     // A request under way, or waiting for us: it gets the header timeout, never
     // the pressed one (that would close requests queued for a worker in a burst).
@@ -219,6 +246,7 @@ impl ConnTracker {
             tracked: Mutex::new(Tracked::default()),
             live: RwLock::new(HashSet::new()),
             high_water: AtomicI32::new(0),
+            seen: Mutex::new(HashMap::new()),
             limit: AtomicU64::new(0),
         }
     }
@@ -245,11 +273,17 @@ impl ConnTracker {
             self.high_water.store(max, Ordering::Relaxed);
         }
         let live = self.live.read();
-        let found = fds
+        let found: Vec<(RawFd, SocketAddr)> = fds
             .iter()
             .filter(|fd| !live.contains(fd))
             .filter_map(|&fd| Some((fd, sockets::peer_of(fd, self.port)?)))
             .collect();
+        drop(live);
+        let mut seen: HashMap<SocketAddr, Vec<RawFd>> = HashMap::with_capacity(found.len());
+        for &(fd, peer) in &found {
+            seen.entry(peer).or_default().push(fd);
+        }
+        *self.seen.lock() = seen;
         (found, fds.len())
     }
 
@@ -284,6 +318,7 @@ impl ConnTracker {
                 completed_a_request: completed,
                 unread: if busy { 0 } else { sockets::unread_bytes(fd) },
                 request_begun: !busy && request_begun(completed, quiet_for, sockets::received(fd)),
+                hung_up: !busy && sockets::hung_up(fd),
             };
             if should_close(view, not_busy, descriptor_pressure, policy) {
                 to_close.push((fd, peer));
@@ -371,6 +406,7 @@ mod tests {
             completed_a_request: completed,
             unread: 0,
             request_begun: false,
+            hung_up: false,
         }
     }
 
@@ -411,6 +447,20 @@ mod tests {
             ..begun
         };
         assert!(should_close(slowloris, 10, false, &p), "header timeout");
+        let gave_up = ConnView {
+            hung_up: true,
+            ..begun
+        };
+        assert!(should_close(gave_up, 10, false, &p), "nobody waits for it");
+        assert!(!should_close(
+            ConnView {
+                busy: true,
+                ..gave_up
+            },
+            10,
+            false,
+            &p
+        ));
     }
 
     #[test]
@@ -442,6 +492,7 @@ mod tests {
             completed_a_request: false,
             unread: 80,
             request_begun: true,
+            hung_up: false,
         };
         assert!(waiting.starved(tick));
         assert!(

@@ -13,7 +13,7 @@ pub mod conns;
 pub mod metrics;
 pub mod request;
 pub mod response;
-mod sockets;
+pub(crate) mod sockets;
 pub mod state;
 pub mod static_files;
 pub mod validate;

@@ -28,28 +28,44 @@ pub fn open_descriptors() -> Vec<RawFd> {
 }
 
 /// Every descriptor of our accepted socket from `peer` (tiny_http holds two),
-/// skipping `known`. `high_water` is the highest descriptor seen lately: the
-/// range up to it (plus [`SLACK`]) is probed directly; only when that finds
-/// nothing is `/proc/self/fd` listed.
-pub fn find(port: u16, peer: SocketAddr, known: &HashSet<RawFd>, high_water: RawFd) -> Vec<RawFd> {
-    let is_it = |fd: RawFd| {
-        !known.contains(&fd)
-            && getpeername::<SockaddrStorage>(fd)
+/// skipping `known`; and every other accepted socket of `port` met on the way
+/// (descriptor, peer), for the caller to remember. `high_water` is the highest
+/// descriptor seen lately: the range up to it (plus [`SLACK`]) is probed
+/// directly; only when that finds nothing is `/proc/self/fd` listed.
+pub fn find(
+    port: u16,
+    peer: SocketAddr,
+    known: &HashSet<RawFd>,
+    high_water: RawFd,
+) -> (Vec<RawFd>, Vec<(RawFd, SocketAddr)>) {
+    let look = |fds: &mut dyn Iterator<Item = RawFd>| {
+        let (mut found, mut others) = (Vec::new(), Vec::new());
+        for fd in fds {
+            if known.contains(&fd) {
+                continue;
+            }
+            let Some(p) = getpeername::<SockaddrStorage>(fd)
                 .ok()
                 .and_then(|p| socket_addr(&p))
-                == Some(peer)
-            && local_port(fd) == Some(port)
+            else {
+                continue;
+            };
+            if local_port(fd) != Some(port) {
+                continue;
+            }
+            if p == peer {
+                found.push(fd);
+            } else {
+                others.push((fd, p));
+            }
+        }
+        (found, others)
     };
-    let found: Vec<RawFd> = (0..=high_water.saturating_add(SLACK))
-        .filter(|&fd| is_it(fd))
-        .collect();
+    let (found, others) = look(&mut (0..=high_water.saturating_add(SLACK)));
     if !found.is_empty() {
-        return found;
+        return (found, others);
     }
-    open_descriptors()
-        .into_iter()
-        .filter(|&fd| is_it(fd))
-        .collect()
+    look(&mut open_descriptors().into_iter())
 }
 
 /// The peer of `fd` when it is a connected socket whose local port is `port`.
@@ -75,6 +91,18 @@ fn socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
     }
     let _ = s.family();
     None
+}
+
+/// Whether the peer has closed its side of the connection (a client that gave up).
+pub fn hung_up(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, zero timeout; a closed descriptor only reports POLLNVAL.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
 }
 
 /// Bytes in a socket's receive queue.

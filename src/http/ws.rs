@@ -89,6 +89,12 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
         let _ = rq.respond(tiny_http::Response::empty(500));
         return None;
     };
+    if super::sockets::hung_up(fd) {
+        // Gave up waiting (an agent's handshake timeout is 5 s): answering it
+        // would only spend a thread on an AUTH window that never ends in AUTH.
+        log::debug!("The WebSocket of {peer} hung up before its upgrade was answered");
+        return None;
+    }
     let accept_key = tungstenite::handshake::derive_accept_key(key.as_bytes());
     let response = tiny_http::Response::empty(101).with_header(
         tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
