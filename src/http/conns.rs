@@ -321,18 +321,20 @@ impl ConnTracker {
                 hung_up: !busy && sockets::hung_up(fd),
             };
             if should_close(view, not_busy, descriptor_pressure, policy) {
-                to_close.push((fd, peer));
+                to_close.push((fd, peer, view.hung_up));
             } else if view.starved(tick) {
                 starved.insert(peer);
             }
         }
         drop(t);
         let mut closed = HashSet::new();
-        for (fd, peer) in to_close {
+        for (fd, peer, hung_up) in to_close {
             // Check the descriptor still is that connection: it may have been closed
-            // and reused since the scan.
+            // and reused since the scan, even by the same peer address (a client
+            // reconnecting from the port it just used): a hung-up one must still be.
             if !closed.contains(&peer)
                 && sockets::peer_of(fd, self.port) == Some(peer)
+                && (!hung_up || sockets::hung_up(fd))
                 && shutdown(fd, Shutdown::Both).is_ok()
             {
                 closed.insert(peer);
