@@ -318,7 +318,11 @@ impl ConnTracker {
                 completed_a_request: completed,
                 unread: if busy { 0 } else { sockets::unread_bytes(fd) },
                 request_begun: !busy && request_begun(completed, quiet_for, sockets::received(fd)),
-                hung_up: !busy && sockets::hung_up(fd),
+                // Not looked at by the reaper: a client reconnecting from the
+                // port it just used inherits its predecessor's tracked state, and
+                // closing on a hang-up then lost fresh requests (5,000 sequential
+                // registrations). The upgrade path checks its own descriptor.
+                hung_up: false,
             };
             if should_close(view, not_busy, descriptor_pressure, policy) {
                 to_close.push((fd, peer, view.hung_up));
