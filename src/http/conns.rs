@@ -21,34 +21,42 @@
 //! It also names tiny_http's threads (`http-accept`, `http-conn`), which inherit
 //! the name of the thread that created them, so a thread dump reads like the map.
 
-use nix::sys::socket::{
-    getpeername, getsockname, shutdown, Shutdown, SockaddrLike, SockaddrStorage,
-};
-use parking_lot::Mutex;
+use super::sockets::{self, Received};
+use nix::sys::socket::{shutdown, Shutdown};
+use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone, Copy)]
 pub struct IdlePolicy {
-    /// A connection that has not completed a request since it opened.
+    /// A connection that has sent nothing since it opened.
     pub first_request: Duration,
+    /// A request begun (bytes arrived) that no worker has answered: a slow or
+    /// stalled sender (slowloris), or a request that waited this long for a worker.
+    pub header: Duration,
     /// A keep-alive connection after its last answer.
     pub keep_alive: Duration,
-    /// Under pressure, either kind.
+    /// Idle connections (nothing begun) when more than `pressure_above` are open.
     pub pressed: Duration,
     pub pressure_above: usize,
+    /// Share of the descriptor limit in use above which idle connections are
+    /// closed at once: running out stops tiny_http's accept thread for good.
+    pub descriptor_share: f64,
 }
 
 impl Default for IdlePolicy {
     fn default() -> Self {
         IdlePolicy {
             first_request: Duration::from_secs(10),
+            header: Duration::from_secs(10),
             keep_alive: Duration::from_secs(5),
             pressed: Duration::from_secs(1),
             pressure_above: 512,
+            descriptor_share: 0.6,
         }
     }
 }
@@ -64,45 +72,92 @@ struct Tracked {
 }
 
 /// What one pass of the reaper saw and did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Reaped {
     /// Connections without a request in flight (pressure counts these).
     pub without_request: usize,
     pub closed: usize,
     /// Connections whose request no thread has taken.
     pub starved: usize,
+    /// Descriptors open, and whether that is above the policy's share of the limit.
+    pub descriptors: usize,
+    pub descriptor_pressure: bool,
 }
 
 /// What the HTTP workers tell the reaper: which connections are busy.
 pub struct ConnTracker {
     port: u16,
     tracked: Mutex<Tracked>,
-    /// Descriptors of upgraded sockets: skipped first when looking for a new one.
-    owned: Mutex<HashSet<RawFd>>,
+    /// Descriptors held by live upgraded sockets (the socket, tiny_http's twin of
+    /// it, the wake-up descriptor): skipped without a system call by lookups and
+    /// by the reaper.
+    live: RwLock<HashSet<RawFd>>,
+    /// The highest descriptor the last scan saw.
+    high_water: AtomicI32,
+    /// Where the last scans saw each peer's descriptors (not held by an upgraded
+    /// socket yet). A lookup tries these first and checks them with the kernel;
+    /// only a peer not seen yet costs a scan. In a reconnect storm thousands of
+    /// connections wait at once, and a scan per upgrade asked the kernel about
+    /// every one of them each time.
+    seen: Mutex<HashMap<SocketAddr, Vec<RawFd>>>,
+    /// The descriptor limit in force (0: unknown).
+    limit: AtomicU64,
 }
 
 /// Marks a peer's connection busy while alive (a request, or an upgraded socket).
 pub struct Busy {
     tracker: Arc<ConnTracker>,
     peer: SocketAddr,
-    fd: Option<RawFd>,
+    held: Vec<RawFd>,
 }
 
 impl Busy {
-    /// Finds the connection's descriptor and notes it as taken by an upgraded socket.
+    /// Finds the connection's descriptors and notes them as held by an upgraded
+    /// socket; returns one of them (they are the same socket).
     pub fn take_socket(&mut self) -> Option<RawFd> {
-        let skip = self.tracker.owned.lock().clone();
-        let fd = find_socket(self.tracker.port, self.peer, &skip)?;
-        self.tracker.owned.lock().insert(fd);
-        self.fd = Some(fd);
-        Some(fd)
+        let port = self.tracker.port;
+        let remembered = self.tracker.seen.lock().remove(&self.peer);
+        let fds = match remembered.filter(|fds| {
+            fds.iter()
+                .all(|&fd| sockets::peer_of(fd, port) == Some(self.peer))
+        }) {
+            Some(fds) if !fds.is_empty() => fds,
+            _ => {
+                let live = self.tracker.live.read();
+                let high = self.tracker.high_water.load(Ordering::Relaxed);
+                let (fds, others) = sockets::find(port, self.peer, &live, high);
+                drop(live);
+                let mut seen = self.tracker.seen.lock();
+                for (fd, peer) in others {
+                    seen.entry(peer).or_default().push(fd);
+                }
+                fds
+            }
+        };
+        let first = *fds.first()?;
+        if let Some(&max) = fds.iter().max() {
+            self.tracker.high_water.fetch_max(max, Ordering::Relaxed);
+        }
+        for fd in fds {
+            self.hold(fd);
+        }
+        Some(first)
+    }
+
+    /// Notes a descriptor as belonging to this connection until the guard drops.
+    pub fn hold(&mut self, fd: RawFd) {
+        self.tracker.live.write().insert(fd);
+        self.held.push(fd);
     }
 }
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        if let Some(fd) = self.fd {
-            self.tracker.owned.lock().remove(&fd);
+        if !self.held.is_empty() {
+            let mut live = self.tracker.live.write();
+            for fd in &self.held {
+                live.remove(fd);
+            }
         }
         let mut t = self.tracker.tracked.lock();
         if let Some(n) = t.in_flight.get_mut(&self.peer) {
@@ -124,6 +179,11 @@ pub struct ConnView {
     pub completed_a_request: bool,
     /// Bytes received and not yet read by anyone.
     pub unread: usize,
+    /// The peer sent data since the quiet time began: a request is being sent,
+    /// or waits in tiny_http's queue for a worker.
+    pub request_begun: bool,
+    /// The peer closed its side: nobody waits for an answer.
+    pub hung_up: bool,
 }
 
 impl ConnView {
@@ -134,11 +194,29 @@ impl ConnView {
     }
 }
 
-/// The reaper's rule, without I/O.
-pub fn should_close(conn: ConnView, open: usize, policy: &IdlePolicy) -> bool {
-    // Busy, or holding a request no thread has taken yet: waiting for us, not idle.
-    if conn.busy || conn.unread > 0 {
+/// The reaper's rule, without I/O. `open`: connections without a request in
+/// flight; `descriptor_pressure`: the process is near its descriptor limit.
+pub fn should_close(
+    conn: ConnView,
+    open: usize,
+    descriptor_pressure: bool,
+    policy: &IdlePolicy,
+) -> bool {
+    if conn.busy {
         return false;
+    }
+    // A client that gave up (an agent's 5 s handshake timeout) must not hold
+    // two descriptors and a thread while its request waits for a worker.
+    if conn.hung_up {
+        return true;
+    }
+    // A request under way, or waiting for us: it gets the header timeout, never
+    // the pressed one (that would close requests queued for a worker in a burst).
+    if conn.request_begun || conn.unread > 0 {
+        return conn.quiet_for >= policy.header;
+    }
+    if descriptor_pressure {
+        return true;
     }
     let allowed = if open > policy.pressure_above {
         policy.pressed
@@ -150,13 +228,32 @@ pub fn should_close(conn: ConnView, open: usize, policy: &IdlePolicy) -> bool {
     conn.quiet_for >= allowed
 }
 
+/// Whether the peer sent data since the connection went quiet: for a connection
+/// that never completed a request, any byte; after one, data newer than its end
+/// (the kernel's clock is coarse: a few ms of margin).
+pub fn request_begun(completed: bool, quiet_for: Duration, rx: Option<Received>) -> bool {
+    match rx {
+        None => false,
+        Some(rx) if !completed => rx.bytes > 0,
+        Some(rx) => rx.last_ms_ago + 20 < quiet_for.as_millis() as u64,
+    }
+}
+
 impl ConnTracker {
     pub fn new(port: u16) -> Self {
         ConnTracker {
             port,
             tracked: Mutex::new(Tracked::default()),
-            owned: Mutex::new(HashSet::new()),
+            live: RwLock::new(HashSet::new()),
+            high_water: AtomicI32::new(0),
+            seen: Mutex::new(HashMap::new()),
+            limit: AtomicU64::new(0),
         }
+    }
+
+    /// The descriptor limit the reaper measures pressure against.
+    pub fn set_descriptor_limit(&self, limit: u64) {
+        self.limit.store(limit, Ordering::Relaxed);
     }
 
     pub fn busy(self: &Arc<Self>, peer: SocketAddr) -> Busy {
@@ -164,138 +261,108 @@ impl ConnTracker {
         Busy {
             tracker: self.clone(),
             peer,
-            fd: None,
+            held: Vec::new(),
         }
+    }
+
+    /// Accepted sockets of our port that no upgraded socket holds: (descriptor,
+    /// peer); also how many descriptors are open.
+    fn scan(&self) -> (Vec<(RawFd, SocketAddr)>, usize) {
+        let fds = sockets::open_descriptors();
+        if let Some(&max) = fds.iter().max() {
+            self.high_water.store(max, Ordering::Relaxed);
+        }
+        let live = self.live.read();
+        let found: Vec<(RawFd, SocketAddr)> = fds
+            .iter()
+            .filter(|fd| !live.contains(fd))
+            .filter_map(|&fd| Some((fd, sockets::peer_of(fd, self.port)?)))
+            .collect();
+        drop(live);
+        let mut seen: HashMap<SocketAddr, Vec<RawFd>> = HashMap::with_capacity(found.len());
+        for &(fd, peer) in &found {
+            seen.entry(peer).or_default().push(fd);
+        }
+        *self.seen.lock() = seen;
+        (found, fds.len())
     }
 
     /// One pass: closes the connections the policy says to.
     pub fn reap(&self, policy: &IdlePolicy, tick: Duration) -> Reaped {
         let now = Instant::now();
-        let sockets = accepted_sockets(self.port);
+        let (sockets, descriptors) = self.scan();
+        let limit = self.limit.load(Ordering::Relaxed);
+        let descriptor_pressure =
+            limit > 0 && descriptors as f64 > limit as f64 * policy.descriptor_share;
         let mut t = self.tracked.lock();
         let present: HashSet<SocketAddr> = sockets.iter().map(|s| s.1).collect();
         t.first_seen.retain(|p, _| present.contains(p));
         t.last_done.retain(|p, _| present.contains(p));
         // Upgraded sockets and requests in flight are not what pressure is about.
-        let not_busy = sockets
+        // tiny_http's twin descriptor makes each connection appear twice.
+        let not_busy = present
             .iter()
-            .filter(|(_, p)| !t.in_flight.contains_key(p))
+            .filter(|p| !t.in_flight.contains_key(p))
             .count();
         let mut to_close = Vec::new();
-        let mut starved = 0;
+        let mut starved = HashSet::new();
         for &(fd, peer) in &sockets {
             let first_seen = *t.first_seen.entry(peer).or_insert(now);
             let last_done = t.last_done.get(&peer).copied();
             let busy = t.in_flight.contains_key(&peer);
+            let quiet_for = now.saturating_duration_since(last_done.unwrap_or(first_seen));
+            let completed = last_done.is_some();
             let view = ConnView {
                 busy,
-                quiet_for: now.saturating_duration_since(last_done.unwrap_or(first_seen)),
-                completed_a_request: last_done.is_some(),
-                unread: if busy { 0 } else { unread_bytes(fd) },
+                quiet_for,
+                completed_a_request: completed,
+                unread: if busy { 0 } else { sockets::unread_bytes(fd) },
+                request_begun: !busy && request_begun(completed, quiet_for, sockets::received(fd)),
+                // Not looked at by the reaper: a client reconnecting from the
+                // port it just used inherits its predecessor's tracked state, and
+                // closing on a hang-up then lost fresh requests (5,000 sequential
+                // registrations). The upgrade path checks its own descriptor.
+                hung_up: false,
             };
-            if should_close(view, not_busy, policy) {
-                to_close.push((fd, peer));
+            if should_close(view, not_busy, descriptor_pressure, policy) {
+                to_close.push((fd, peer, view.hung_up));
             } else if view.starved(tick) {
-                starved += 1;
+                starved.insert(peer);
             }
         }
         drop(t);
-        let mut closed = 0;
-        for (fd, peer) in to_close {
+        let mut closed = HashSet::new();
+        for (fd, peer, hung_up) in to_close {
             // Check the descriptor still is that connection: it may have been closed
-            // and reused since the scan.
-            if peer_of(fd, self.port) == Some(peer) && shutdown(fd, Shutdown::Both).is_ok() {
-                closed += 1;
+            // and reused since the scan, even by the same peer address (a client
+            // reconnecting from the port it just used): a hung-up one must still be.
+            if !closed.contains(&peer)
+                && sockets::peer_of(fd, self.port) == Some(peer)
+                && (!hung_up || sockets::hung_up(fd))
+                && shutdown(fd, Shutdown::Both).is_ok()
+            {
+                closed.insert(peer);
             }
         }
         Reaped {
             without_request: not_busy,
-            closed,
-            starved,
+            closed: closed.len(),
+            starved: starved.len(),
+            descriptors,
+            descriptor_pressure,
         }
     }
 }
 
-/// Bytes in a socket's receive queue.
-fn unread_bytes(fd: RawFd) -> usize {
-    let mut n: libc::c_int = 0;
-    // SAFETY: FIONREAD writes one c_int through the pointer; a bad fd only errors.
-    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
-    if rc == 0 {
-        n.max(0) as usize
-    } else {
-        0
-    }
-}
-
-/// Accepted TCP sockets of this process on `port`: (descriptor, peer).
-fn accepted_sockets(port: u16) -> Vec<(RawFd, SocketAddr)> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
-        .filter_map(|fd| Some((fd, peer_of(fd, port)?)))
-        .collect()
-}
-
-/// The descriptor of our accepted socket from `peer`. Runs once per WebSocket
-/// upgrade, so it must stay cheap with thousands of sockets open: descriptors in
-/// `skip` (live upgraded sockets) are looked at only when nothing else matched,
-/// the newest descriptors come first, and the peer is asked before the port.
-fn find_socket(port: u16, peer: SocketAddr, skip: &HashSet<RawFd>) -> Option<RawFd> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return None;
-    };
-    let mut fds: Vec<RawFd> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    fds.sort_unstable_by(|a, b| b.cmp(a));
-    let matches = |fd: &RawFd| {
-        let Ok(p) = getpeername::<SockaddrStorage>(*fd) else {
-            return false;
-        };
-        socket_addr(&p) == Some(peer) && peer_of(*fd, port) == Some(peer)
-    };
-    let fresh = fds
-        .iter()
-        .filter(|fd| !skip.contains(fd))
-        .find(|fd| matches(fd));
-    fresh
-        .or_else(|| {
-            fds.iter()
-                .filter(|fd| skip.contains(fd))
-                .find(|fd| matches(fd))
-        })
-        .copied()
-}
-
-/// The peer of `fd` when it is a connected socket whose local port is `port`.
-fn peer_of(fd: RawFd, port: u16) -> Option<SocketAddr> {
-    let local: SockaddrStorage = getsockname(fd).ok()?;
-    if socket_addr(&local)?.port() != port {
-        return None;
-    }
-    let peer: SockaddrStorage = getpeername(fd).ok()?;
-    socket_addr(&peer)
-}
-
-fn socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = s.as_sockaddr_in() {
-        return Some(SocketAddr::from((v4.ip(), v4.port())));
-    }
-    if let Some(v6) = s.as_sockaddr_in6() {
-        return Some(SocketAddr::from((v6.ip(), v6.port())));
-    }
-    let _ = s.family();
-    None
-}
-
 /// Names tiny_http's threads: its accept thread keeps `http-accept`; the connection
-/// threads it spawns inherited that name and become `http-conn`.
-pub fn name_inherited_threads(accept_tid: Option<i32>) {
+/// threads it spawns inherited that name and become `http-conn`. Only threads not
+/// looked at before are read (`seen`): with thousands of connections, reading every
+/// thread's name each pass would cost more than the rest of the reaper.
+pub fn name_inherited_threads(accept_tid: Option<i32>, seen: &mut HashSet<i32>) {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return;
     };
+    let mut now = HashSet::with_capacity(seen.len());
     for task in tasks.flatten() {
         let Some(tid) = task
             .file_name()
@@ -304,7 +371,8 @@ pub fn name_inherited_threads(accept_tid: Option<i32>) {
         else {
             continue;
         };
-        if Some(tid) == accept_tid {
+        now.insert(tid);
+        if Some(tid) == accept_tid || seen.contains(&tid) {
             continue;
         }
         let comm = task.path().join("comm");
@@ -312,6 +380,7 @@ pub fn name_inherited_threads(accept_tid: Option<i32>) {
             let _ = std::fs::write(&comm, CONN_THREAD);
         }
     }
+    *seen = now;
 }
 
 pub const ACCEPT_THREAD: &str = "http-accept";
@@ -342,25 +411,82 @@ mod tests {
             quiet_for: Duration::from_secs(quiet),
             completed_a_request: completed,
             unread: 0,
+            request_begun: false,
+            hung_up: false,
         }
     }
 
     #[test]
     fn policy() {
         let p = IdlePolicy::default();
+        let close = |v, open| should_close(v, open, false, &p);
+        assert!(!close(view(true, 999, true), 10), "busy is never closed");
+        assert!(!close(view(false, 4, true), 10));
+        assert!(close(view(false, 5, true), 10));
+        assert!(!close(view(false, 9, false), 10));
+        assert!(close(view(false, 10, false), 10));
         assert!(
-            !should_close(view(true, 999, true), 10, &p),
-            "busy is never closed"
-        );
-        assert!(!should_close(view(false, 4, true), 10, &p));
-        assert!(should_close(view(false, 5, true), 10, &p));
-        assert!(!should_close(view(false, 9, false), 10, &p));
-        assert!(should_close(view(false, 10, false), 10, &p));
-        assert!(
-            should_close(view(false, 1, false), 513, &p),
+            close(view(false, 1, false), 513),
             "pressure shortens the wait"
         );
-        assert!(!should_close(view(true, 1, false), 513, &p));
+        assert!(!close(view(true, 1, false), 513));
+        assert!(
+            should_close(view(false, 0, true), 10, true, &p),
+            "near the descriptor limit an idle connection goes at once"
+        );
+        assert!(!should_close(view(true, 0, true), 10, true, &p));
+    }
+
+    #[test]
+    fn a_begun_request_gets_the_header_timeout_even_under_pressure() {
+        let p = IdlePolicy::default();
+        let begun = ConnView {
+            request_begun: true,
+            ..view(false, 3, false)
+        };
+        assert!(
+            !should_close(begun, 10_000, true, &p),
+            "a request queued for a worker in a burst is not idle"
+        );
+        let slowloris = ConnView {
+            quiet_for: p.header,
+            ..begun
+        };
+        assert!(should_close(slowloris, 10, false, &p), "header timeout");
+        let gave_up = ConnView {
+            hung_up: true,
+            ..begun
+        };
+        assert!(should_close(gave_up, 10, false, &p), "nobody waits for it");
+        assert!(!should_close(
+            ConnView {
+                busy: true,
+                ..gave_up
+            },
+            10,
+            false,
+            &p
+        ));
+    }
+
+    #[test]
+    fn request_begun_from_the_kernel_counters() {
+        let rx = |bytes, last_ms_ago| Some(Received { bytes, last_ms_ago });
+        let q = Duration::from_secs(2);
+        assert!(!request_begun(false, q, rx(0, 2000)), "connected, silent");
+        assert!(
+            request_begun(false, q, rx(1, 1500)),
+            "one byte of a request"
+        );
+        assert!(
+            !request_begun(true, q, rx(500, 2003)),
+            "keep-alive: the last data was the finished request"
+        );
+        assert!(
+            request_begun(true, q, rx(900, 300)),
+            "keep-alive: a next request arrived"
+        );
+        assert!(!request_begun(true, q, None), "not a TCP socket");
     }
 
     #[test]
@@ -371,6 +497,8 @@ mod tests {
             quiet_for: tick,
             completed_a_request: false,
             unread: 80,
+            request_begun: true,
+            hung_up: false,
         };
         assert!(waiting.starved(tick));
         assert!(
@@ -398,19 +526,22 @@ mod tests {
             "has its thread"
         );
         assert!(
-            !should_close(waiting, 10_000, &IdlePolicy::default()),
+            !should_close(waiting, 10_000, false, &IdlePolicy::default()),
             "waiting for us is not idle"
         );
     }
 
     #[test]
-    fn busy_guard_counts_nested_requests() {
+    fn busy_guard_counts_nested_requests_and_releases_held_descriptors() {
         let t = Arc::new(ConnTracker::new(1));
         let peer: SocketAddr = "127.0.0.1:5000".parse().unwrap();
-        let a = t.busy(peer);
+        let mut a = t.busy(peer);
+        a.hold(1234);
         let b = t.busy(peer);
+        assert!(t.live.read().contains(&1234));
         drop(a);
         assert!(t.tracked.lock().in_flight.contains_key(&peer));
+        assert!(!t.live.read().contains(&1234));
         drop(b);
         assert!(!t.tracked.lock().in_flight.contains_key(&peer));
         assert!(t.tracked.lock().last_done.contains_key(&peer));

@@ -15,6 +15,7 @@ pub mod conns;
 pub mod metrics;
 pub mod request;
 pub mod response;
+pub(crate) mod sockets;
 pub mod state;
 pub mod static_files;
 pub mod validate;
@@ -39,6 +40,14 @@ use std::time::{Duration, Instant};
 /// Threads answering requests. Handlers are short (the slowest is an Argon2 hash,
 /// ~15 ms of CPU), so a few per core keep both cores busy.
 const WORKERS: usize = 8;
+/// The listen backlog (the kernel caps it at `net.core.somaxconn`): a fleet
+/// reconnecting after a restart arrives faster than one accept thread takes it.
+const BACKLOG: i32 = 4096;
+/// How often the reaper looks at the connections: a starved connection waits at
+/// most about this long, a slowloris a tick past its timeout.
+const REAP_TICK: Duration = Duration::from_millis(100);
+/// How often tiny_http's new threads are renamed.
+const NAMING_EVERY: Duration = Duration::from_secs(1);
 
 pub struct HttpServer {
     workers: Vec<JoinHandle<()>>,
@@ -53,6 +62,13 @@ pub fn start(
 ) -> std::io::Result<HttpServer> {
     let local = listener.local_addr()?;
     let port = local.port();
+    {
+        use std::os::fd::AsRawFd;
+        if let Err(e) = sockets::set_backlog(listener.as_raw_fd(), BACKLOG) {
+            log::warn!("Cannot raise the listen backlog to {BACKLOG}: {e}");
+        }
+    }
+    let descriptor_limit = sockets::raise_descriptor_limit();
     // Where the reaper reaches us itself (an unspecified bind address is loopback).
     let self_addr = if local.ip().is_unspecified() {
         std::net::SocketAddr::from(([127, 0, 0, 1], port))
@@ -76,6 +92,10 @@ pub fn start(
         .map_err(|_| std::io::Error::other("HTTP server start panicked"))?;
     let server = Arc::new(server.map_err(|e| std::io::Error::other(e.to_string()))?);
     let tracker = Arc::new(ConnTracker::new(port));
+    if let Some(limit) = descriptor_limit {
+        tracker.set_descriptor_limit(limit);
+        log::debug!("Open descriptor limit: {limit}");
+    }
 
     let (done_tx, done) = bounded(WORKERS);
     let mut workers = Vec::new();
@@ -111,10 +131,12 @@ pub fn start(
         .name("http-reaper".into())
         .spawn(move || {
             let policy = IdlePolicy::default();
-            let tick = Duration::from_millis(250);
             let mut pressed = false;
-            while !reaper_shutdown.wait_timeout(tick) {
-                let reaped = tracker.reap(&policy, tick);
+            let mut short_of_descriptors = false;
+            let mut named = std::collections::HashSet::new();
+            let mut last_naming = Instant::now() - NAMING_EVERY;
+            while !reaper_shutdown.wait_timeout(REAP_TICK) {
+                let reaped = tracker.reap(&policy, REAP_TICK);
                 let idle = reaped.without_request;
                 if idle > policy.pressure_above && !pressed {
                     log::warn!(
@@ -123,6 +145,13 @@ pub fn start(
                     );
                 }
                 pressed = idle > policy.pressure_above;
+                if reaped.descriptor_pressure && !short_of_descriptors {
+                    log::warn!(
+                        "{} descriptors open, near the limit: closing idle HTTP connections at once",
+                        reaped.descriptors
+                    );
+                }
+                short_of_descriptors = reaped.descriptor_pressure;
                 if reaped.closed > 0 {
                     log::debug!("Closed {} idle HTTP connections", reaped.closed);
                 }
@@ -133,7 +162,10 @@ pub fn start(
                     );
                     nudge_pool(self_addr, reaped.starved);
                 }
-                conns::name_inherited_threads(accept_tid);
+                if last_naming.elapsed() >= NAMING_EVERY {
+                    conns::name_inherited_threads(accept_tid, &mut named);
+                    last_naming = Instant::now();
+                }
             }
         })?;
     Ok(HttpServer {

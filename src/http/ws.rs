@@ -89,6 +89,12 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
         let _ = rq.respond(tiny_http::Response::empty(500));
         return None;
     };
+    if super::sockets::hung_up(fd) {
+        // Gave up waiting (an agent's handshake timeout is 5 s): answering it
+        // would only spend a thread on an AUTH window that never ends in AUTH.
+        log::debug!("The WebSocket of {peer} hung up before its upgrade was answered");
+        return None;
+    }
     let accept_key = tungstenite::handshake::derive_accept_key(key.as_bytes());
     let response = tiny_http::Response::empty(101).with_header(
         tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
@@ -143,20 +149,24 @@ fn would_block(e: &tungstenite::Error) -> bool {
 pub struct Gone;
 
 impl WsSocket {
-    /// Waits until the socket or the inbox has something, or `timeout`.
-    fn wait(&self, wake: BorrowedFd<'_>, timeout: Duration) {
+    /// Waits until the socket or the inbox has something, or `timeout`. An inbox
+    /// without a wake-up descriptor is looked at when the wait ends.
+    fn wait(&self, wake: Option<BorrowedFd<'_>>, timeout: Duration) {
         // SAFETY: the descriptor is open for as long as `self` holds the stream.
         let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
         let mut events = PollFlags::POLLIN;
         if self.pending {
             events |= PollFlags::POLLOUT;
         }
-        let mut fds = [
-            PollFd::new(sock, events),
-            PollFd::new(wake, PollFlags::POLLIN),
-        ];
         let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
-        let _ = poll(&mut fds, PollTimeout::from(ms));
+        let socket = PollFd::new(sock, events);
+        let _ = match wake {
+            Some(wake) => poll(
+                &mut [socket, PollFd::new(wake, PollFlags::POLLIN)],
+                PollTimeout::from(ms),
+            ),
+            None => poll(&mut [socket], PollTimeout::from(ms)),
+        };
     }
 
     /// The next message the peer sent, `None` when nothing more can be read now.

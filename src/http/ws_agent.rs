@@ -56,6 +56,8 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(socket) = ws::accept(rq, &mut busy) else {
         return;
     };
+    // Polled, not woken: see `live::polled_channel`.
+    let queue = live::polled_channel::<ToSocket>(QUEUE);
     let source = canonical_ip(peer.ip());
     let checked = session::check_credentials(
         &app.db,
@@ -80,7 +82,14 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         .spawn(move || {
             let _busy = busy;
             if crate::lifecycle::contain_panics(|| {
-                serve(handles, socket, client, source, auth_until)
+                serve_session(
+                    handles,
+                    socket,
+                    queue,
+                    client,
+                    source,
+                    First::AwaitAuth(auth_until),
+                )
             })
             .is_none()
             {
@@ -90,30 +99,6 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     if let Err(e) = spawned {
         log::error!("Cannot start a thread for the agent connection from {peer}: {e}");
     }
-}
-
-fn serve(
-    handles: SessionHandles,
-    socket: WsSocket,
-    client: ClientRecord,
-    source: IpAddr,
-    auth_until: DateTime<Utc>,
-) {
-    let (outbox, inbox) = match live::channel::<ToSocket>(QUEUE) {
-        Ok(c) => c,
-        Err(e) => {
-            log::error!("Cannot create a queue for an agent socket: {e}");
-            return;
-        }
-    };
-    serve_session(
-        handles,
-        socket,
-        (outbox, inbox),
-        client,
-        source,
-        First::AwaitAuth(auth_until),
-    );
 }
 
 /// Where a session starts.

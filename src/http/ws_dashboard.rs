@@ -17,6 +17,7 @@ use super::App;
 use crate::activity;
 use crate::auth::{self, cookies, AuthFailure};
 use crate::live::{self, envelope, envelope_of, hub, ToSocket};
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 /// Takes over an upgrade request: the handshake and the session check run on the
@@ -49,6 +50,16 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         }
         Err(_) => return socket.close(4001, "Invalid Token"),
     };
+    let queue = match live::channel::<ToSocket>(hub::QUEUE) {
+        Ok(q) => q,
+        Err(e) => {
+            log::error!("Cannot create a queue for a dashboard socket: {e}");
+            return socket.close(1011, "Internal error");
+        }
+    };
+    if let Some(fd) = queue.1.wake_fd() {
+        busy.hold(fd.as_raw_fd());
+    }
     let name = format!("ws-dash:{}", session.username);
     let spawned = std::thread::Builder::new()
         .stack_size(256 * 1024)
@@ -56,7 +67,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         .spawn(move || {
             let _busy = busy;
             if crate::lifecycle::contain_panics(|| {
-                serve(&app, socket, session.user_id, activity_limit)
+                serve(&app, socket, queue, session.user_id, activity_limit)
             })
             .is_none()
             {
@@ -68,14 +79,13 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     }
 }
 
-fn serve(app: &Arc<App>, mut socket: WsSocket, user_id: i64, activity_limit: Option<usize>) {
-    let (outbox, inbox) = match live::channel::<ToSocket>(hub::QUEUE) {
-        Ok(c) => c,
-        Err(e) => {
-            log::error!("Cannot create a queue for a dashboard socket: {e}");
-            return;
-        }
-    };
+fn serve(
+    app: &Arc<App>,
+    mut socket: WsSocket,
+    (outbox, inbox): (live::Outbox<ToSocket>, live::Inbox<ToSocket>),
+    user_id: i64,
+    activity_limit: Option<usize>,
+) {
     // Subscribe before taking the snapshot: a broadcast in between waits in the
     // queue and goes out after it, so nothing is missed (an event may come twice).
     let subscription = app.hub.subscribe(user_id, outbox);

@@ -14,10 +14,11 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-/// The sending end of a socket thread's queue; wakes the thread on every message.
+/// The sending end of a socket thread's queue; wakes the thread on every message
+/// (when the queue has a wake-up descriptor).
 pub struct Outbox<T> {
     tx: Sender<T>,
-    waker: Arc<EventFd>,
+    waker: Option<Arc<EventFd>>,
 }
 
 impl<T> Clone for Outbox<T> {
@@ -32,9 +33,11 @@ impl<T> Clone for Outbox<T> {
 /// The receiving end, polled together with the socket.
 pub struct Inbox<T> {
     rx: Receiver<T>,
-    waker: Arc<EventFd>,
+    waker: Option<Arc<EventFd>>,
 }
 
+/// A queue whose receiver is woken at once by an eventfd (dashboards: broadcasts
+/// go out as they happen).
 pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
     let waker = Arc::new(EventFd::from_flags(
         EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
@@ -43,10 +46,23 @@ pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
     Ok((
         Outbox {
             tx,
-            waker: waker.clone(),
+            waker: Some(waker.clone()),
         },
-        Inbox { rx, waker },
+        Inbox {
+            rx,
+            waker: Some(waker),
+        },
     ))
+}
+
+/// A queue without a wake-up descriptor: the receiver looks at it on its own
+/// turns (a socket thread's loop turns at least every 500 ms). For agents' sockets,
+/// whose queue carries only state requests and close orders: a descriptor per
+/// agent is a third of what an agent connection costs in descriptors, and 5,000
+/// agents must fit well within a 20,000 limit.
+pub fn polled_channel<T>(capacity: usize) -> (Outbox<T>, Inbox<T>) {
+    let (tx, rx) = bounded(capacity);
+    (Outbox { tx, waker: None }, Inbox { rx, waker: None })
 }
 
 /// Why a message could not be queued.
@@ -62,7 +78,9 @@ impl<T> Outbox<T> {
     pub fn send(&self, msg: T) -> Result<(), Undelivered> {
         match self.tx.try_send(msg) {
             Ok(()) => {
-                let _ = self.waker.write(1);
+                if let Some(w) = &self.waker {
+                    let _ = w.write(1);
+                }
                 Ok(())
             }
             Err(TrySendError::Full(_)) => Err(Undelivered::Full),
@@ -72,14 +90,17 @@ impl<T> Outbox<T> {
 }
 
 impl<T> Inbox<T> {
-    /// The descriptor that becomes readable when a message arrives.
-    pub fn wake_fd(&self) -> BorrowedFd<'_> {
-        self.waker.as_fd()
+    /// The descriptor that becomes readable when a message arrives (none for a
+    /// [`polled_channel`]).
+    pub fn wake_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.waker.as_ref().map(|w| w.as_fd())
     }
 
     /// Takes every waiting message; `None` when every sender is gone.
     pub fn drain(&self) -> Option<Vec<T>> {
-        let _ = self.waker.read();
+        if let Some(w) = &self.waker {
+            let _ = w.read();
+        }
         let mut out = Vec::new();
         loop {
             match self.rx.try_recv() {

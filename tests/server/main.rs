@@ -10,6 +10,7 @@ mod dashboard;
 mod first_sighting;
 mod full_disk;
 mod history;
+mod hostile;
 mod http;
 mod kill9;
 mod metrics;

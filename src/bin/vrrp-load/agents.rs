@@ -2,14 +2,14 @@
 //! agent protocol; one dashboard socket measures how long a reading takes from
 //! the agent's send to the dashboard.
 
+use super::fleet;
 use super::{flag, number, read_response};
 use serde_json::{json, Value};
 use std::io::{BufReader, Write};
 use std::net::TcpStream;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tungstenite::client::IntoClientRequest;
 use tungstenite::{Message, WebSocket};
 
 pub(crate) fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, String> {
@@ -31,7 +31,7 @@ pub(crate) fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
-pub(crate) fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
+pub(crate) fn get_json(addr: &str, path: &str, cookie: &str) -> Result<Value, String> {
     let mut stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nCookie: svc_session={cookie}\r\nConnection: close\r\n\r\n");
     stream
@@ -44,49 +44,7 @@ pub(crate) fn get(addr: &str, path: &str, cookie: &str) -> Result<Value, String>
     serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
-fn ws_connect(
-    addr: &str,
-    path: &str,
-    cookie: Option<&str>,
-) -> Result<tungstenite::WebSocket<TcpStream>, String> {
-    let mut request = format!("ws://{addr}{path}")
-        .into_client_request()
-        .map_err(|e| e.to_string())?;
-    if let Some(c) = cookie {
-        request.headers_mut().insert(
-            "cookie",
-            format!("svc_session={c}")
-                .parse()
-                .map_err(|_| "bad cookie")?,
-        );
-    }
-    let stream = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    stream.set_nodelay(true).ok();
-    // A server that never answers the handshake is a failure to report, not a hang.
-    stream.set_read_timeout(Some(Duration::from_secs(15))).ok();
-    let config = tungstenite::protocol::WebSocketConfig::default()
-        .read_buffer_size(8 * 1024)
-        .write_buffer_size(0);
-    let (ws, _) = tungstenite::client::client_with_config(request, stream, Some(config))
-        .map_err(|e| format!("handshake: {e}"))?;
-    Ok(ws)
-}
-
-/// With `pairs`, agent `i` belongs to cluster `i / 2` (its own /24, VRID 51 for all:
-/// the worst case for grouping) and the even one is MASTER.
-fn reading_for(i: usize, pairs: bool, sent_us: u64) -> Value {
-    let mut r = reading(sent_us);
-    if pairs {
-        let pair = i / 2;
-        let vip = format!("10.{}.{}.100/24", pair / 256, pair % 256);
-        let state = if i % 2 == 0 { "MASTER" } else { "BACKUP" };
-        r["instances"] =
-            json!([{ "name": "VI_1", "state": state, "vrid": 51, "priority": 100, "vips": [vip] }]);
-    }
-    r
-}
-
-fn reading(sent_us: u64) -> Value {
+pub(crate) fn reading(sent_us: u64) -> Value {
     let instance = |name: &str, vrid: u32, vip: &str| {
         json!({ "name": name, "state": "BACKUP", "wantedState": "BACKUP", "interface": "eth0", "vrid": vrid,
                 "priority": 100, "effectivePriority": 100, "advertInterval": 1, "vips": [vip],
@@ -144,7 +102,7 @@ impl Reporter {
             }
             if now >= next {
                 let sent_us = self.epoch.elapsed().as_micros() as u64;
-                let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": reading_for(i, self.pairs, sent_us) });
+                let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": fleet::pair_reading(i, self.pairs, 0, sent_us) });
                 ws.send(Message::text(msg.to_string()))
                     .map_err(|e| e.to_string())?;
                 self.sent.fetch_add(1, Ordering::Relaxed);
@@ -178,55 +136,36 @@ pub(crate) fn threads(pid: &str) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count())
 }
 
-pub fn run(args: &[String]) -> Result<(), String> {
-    let addr = args.first().ok_or("agents needs ADDR")?.clone();
-    let cookie = flag(args, "--token").ok_or("agents needs --token (an admin session token)")?;
-    let count = number(args, "--agents", 200)?;
-    let seconds = number(args, "--seconds", 20)? as u64;
-    let interval = Duration::from_millis(number(args, "--interval-ms", 1000)? as u64);
-    let server_pid = flag(args, "--server-pid");
-    let pairs = args.iter().any(|a| a == "--clusters");
-    // How often an agent tries to connect before it counts as failed.
-    let attempts = number(args, "--connect-attempts", 1)?.max(1);
-    // Agents starting to connect per second (500: one every 2 ms).
-    let per_second = number(args, "--connect-per-second", 500)?.clamp(1, 100_000);
-    let stagger = Duration::from_secs(1) / per_second as u32;
+pub(crate) fn fds(pid: &str) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
 
-    // Identities: a registration token and a registration per agent.
-    let started = Instant::now();
-    let mut identities = Vec::with_capacity(count);
-    for i in 0..count {
-        let token = post(&addr, "/api/v1/tokens", &cookie, &json!({}))?;
-        let token = token["token"].as_str().ok_or("no token")?.to_owned();
-        let reg = post(
-            &addr,
-            "/api/v1/register",
-            "",
-            &json!({ "token": token, "hostname": format!("load-{i}") }),
-        )?;
-        identities.push((
-            reg["clientId"].as_str().ok_or("no clientId")?.to_owned(),
-            reg["token"].as_str().ok_or("no token")?.to_owned(),
-        ));
-    }
-    println!(
-        "registered {count} agents in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    let before = server_pid.as_deref().and_then(rss_kib);
-    let threads_before = server_pid.as_deref().and_then(threads);
-
-    // The measuring dashboard.
-    let epoch = Instant::now();
-    let latencies = Arc::new(Mutex::new(Vec::<Duration>::new()));
-    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut dash = ws_connect(&addr, "/ws/dashboard", Some(&cookie))?;
-    dash.get_mut()
-        .set_read_timeout(Some(Duration::from_millis(200)))
-        .ok();
-    let dash_thread = {
-        let (latencies, stop) = (latencies.clone(), stop.clone());
-        std::thread::spawn(move || {
+/// The dashboard socket that measures reading-to-dashboard latency; reconnects
+/// (after a server restart) until `stop`.
+pub(crate) fn measuring_dashboard(
+    addr: String,
+    cookie: String,
+    epoch: Instant,
+    latencies: Arc<Mutex<Vec<Duration>>>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let mut dash = match fleet::ws_connect(
+                &addr,
+                "/ws/dashboard",
+                Some(&cookie),
+                Duration::from_secs(5),
+            ) {
+                Ok(d) => d,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(250));
+                    continue;
+                }
+            };
+            dash.get_mut()
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .ok();
             while !stop.load(Ordering::Relaxed) {
                 match dash.read() {
                     Ok(Message::Text(t)) => {
@@ -242,148 +181,182 @@ pub fn run(args: &[String]) -> Result<(), String> {
                             }
                         }
                     }
-                    Ok(Message::Close(_)) => {
-                        eprintln!("vrrp-load: the dashboard socket was closed by the server");
-                        return;
-                    }
+                    Ok(Message::Close(_)) => break,
                     Ok(_) => {}
                     Err(tungstenite::Error::Io(e))
                         if matches!(
                             e.kind(),
                             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
                         ) => {}
-                    Err(e) => {
-                        eprintln!("vrrp-load: dashboard socket: {e}");
-                        return;
-                    }
+                    Err(_) => break,
                 }
             }
-        })
-    };
+        }
+    })
+}
 
-    let connected = Arc::new(AtomicUsize::new(0));
-    let sent = Arc::new(AtomicUsize::new(0));
-    let failed = Arc::new(AtomicUsize::new(0));
-    let run_until = Arc::new(Mutex::new(None::<Instant>));
-    let connect_started = Instant::now();
-    let mut handles = Vec::with_capacity(count);
+/// Registers `count` agents: (client id, token) each.
+pub(crate) fn register(
+    addr: &str,
+    cookie: &str,
+    count: usize,
+) -> Result<Vec<(String, String)>, String> {
+    let mut identities = Vec::with_capacity(count);
+    for i in 0..count {
+        let token = post(addr, "/api/v1/tokens", cookie, &json!({}))?;
+        let token = token["token"].as_str().ok_or("no token")?.to_owned();
+        let reg = post(
+            addr,
+            "/api/v1/register",
+            "",
+            &json!({ "token": token, "hostname": format!("load-{i}") }),
+        )?;
+        identities.push((
+            reg["clientId"].as_str().ok_or("no clientId")?.to_owned(),
+            reg["token"].as_str().ok_or("no token")?.to_owned(),
+        ));
+    }
+    Ok(identities)
+}
+
+/// Starts one thread per agent (128 KiB stacks); they start connecting
+/// `stagger` apart (2 ms: 500 a second).
+pub(crate) fn start_fleet(
+    shared: &Arc<fleet::Shared>,
+    identities: Vec<(String, String)>,
+    stagger: Duration,
+) -> Result<Vec<std::thread::JoinHandle<()>>, String> {
+    let mut handles = Vec::with_capacity(identities.len());
     for (i, (id, token)) in identities.into_iter().enumerate() {
-        let (addr, connected, failed) = (addr.clone(), connected.clone(), failed.clone());
-        let reporter = Reporter {
-            i,
-            pairs,
-            interval,
-            epoch,
-            sent: sent.clone(),
-            run_until: run_until.clone(),
-        };
-        let handle = std::thread::Builder::new()
+        let shared = shared.clone();
+        let delay = stagger * i as u32;
+        let h = std::thread::Builder::new()
             .stack_size(128 * 1024)
-            .spawn(move || {
-                // Stagger the connects so the listen backlog is not the thing measured.
-                std::thread::sleep(stagger * i as u32);
-                let path = format!("/ws/agent?clientId={id}&token={token}");
-                let mut attempt = 1;
-                let mut ws = loop {
-                    match ws_connect(&addr, &path, None) {
-                        Ok(ws) => break ws,
-                        // Like a real agent, try again later (when asked to), spread
-                        // over two seconds so the retries do not arrive as one wave.
-                        Err(_) if attempt < attempts => {
-                            attempt += 1;
-                            std::thread::sleep(Duration::from_millis(
-                                1000 + (i as u64 * 37) % 2000,
-                            ));
-                        }
-                        Err(e) => {
-                            eprintln!("vrrp-load: agent {i}: {e}");
-                            failed.fetch_add(1, Ordering::Relaxed);
-                            return;
-                        }
-                    }
-                };
-                if ws.send(auth_message(&format!("load-{i}"))).is_err() {
-                    failed.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                connected.fetch_add(1, Ordering::Relaxed);
-                if let Err(e) = reporter.run(&mut ws) {
-                    eprintln!("vrrp-load: agent {i}: {e}");
-                    failed.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        match handle {
-            Ok(h) => handles.push(h),
-            Err(e) => return Err(format!("cannot start agent thread {i}: {e}")),
-        }
+            .spawn(move || fleet::agent(shared, i, id, token, delay))
+            .map_err(|e| format!("cannot start agent thread {i}: {e}"))?;
+        handles.push(h);
     }
-    while connected.load(Ordering::Relaxed) + failed.load(Ordering::Relaxed) < count {
-        std::thread::sleep(Duration::from_millis(50));
-        // The ramp's own length, plus two minutes for the stragglers.
-        if connect_started.elapsed() > stagger * count as u32 + Duration::from_secs(120) {
-            return Err("agents did not connect within the ramp and 120 s".into());
+    Ok(handles)
+}
+
+/// Waits until `done` holds or `limit` passed; false on the limit.
+pub(crate) fn wait_for(limit: Duration, done: impl Fn() -> bool) -> bool {
+    let t = Instant::now();
+    while !done() {
+        if t.elapsed() > limit {
+            return false;
         }
+        std::thread::sleep(Duration::from_millis(20));
     }
-    println!(
-        "connected {} agents in {:.1} s ({} failed)",
-        connected.load(Ordering::Relaxed),
-        connect_started.elapsed().as_secs_f64(),
-        failed.load(Ordering::Relaxed)
-    );
-    // Measure a steady window: forget what the ramp-up produced.
-    std::thread::sleep(Duration::from_secs(2));
+    true
+}
+
+/// Server figures now: resident KiB, threads, descriptors.
+fn server_figures(pid: Option<&str>) -> (Option<u64>, Option<usize>, Option<usize>) {
+    match pid {
+        Some(p) => (rss_kib(p), threads(p), fds(p)),
+        None => (None, None, None),
+    }
+}
+
+/// A steady window: readings sent and seen by the dashboard, their latency.
+fn steady_window(
+    shared: &fleet::Shared,
+    latencies: &Mutex<Vec<Duration>>,
+    seconds: u64,
+) -> (f64, f64, Vec<Duration>) {
     latencies.lock().unwrap().clear();
-    let sent_at_start = sent.load(Ordering::Relaxed);
+    let sent_at_start = shared.sent.load(Ordering::Relaxed);
     let window = Instant::now();
     std::thread::sleep(Duration::from_secs(seconds));
     let elapsed = window.elapsed().as_secs_f64();
-    let sent_in_window = sent.load(Ordering::Relaxed) - sent_at_start;
+    let sent = (shared.sent.load(Ordering::Relaxed) - sent_at_start) as f64 / elapsed;
     let mut lat = latencies.lock().unwrap().clone();
-    let during = server_pid.as_deref().and_then(rss_kib);
-    let threads_during = server_pid.as_deref().and_then(threads);
+    lat.sort();
+    (sent, lat.len() as f64 / elapsed, lat)
+}
+
+fn pct(v: &[Duration], p: f64) -> f64 {
+    v.get(((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1)))
+        .map_or(0.0, |d| fleet::ms(*d))
+}
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let addr = args.first().ok_or("agents needs ADDR")?.clone();
+    let cookie = flag(args, "--token").ok_or("agents needs --token (an admin session token)")?;
+    let count = number(args, "--agents", 200)?;
+    let seconds = number(args, "--seconds", 20)? as u64;
+    let interval = Duration::from_millis(number(args, "--interval-ms", 1000)? as u64);
+    let mut server_pid = flag(args, "--server-pid");
+    let pairs = args.iter().any(|a| a == "--clusters");
+    let restart_cmd = flag(args, "--restart-cmd");
+    // Agents starting to connect per second (500: one every 2 ms).
+    let per_second = number(args, "--connect-per-second", 500)?.clamp(1, 100_000);
+    let stagger = Duration::from_secs(1) / per_second as u32;
+
+    let started = Instant::now();
+    let identities = register(&addr, &cookie, count)?;
+    println!(
+        "registered {count} agents in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let (before, threads_before, fds_before) = server_figures(server_pid.as_deref());
+
+    let epoch = Instant::now();
+    let shared = Arc::new(fleet::Shared::new(&addr, epoch, interval, count, pairs));
+    let latencies = Arc::new(Mutex::new(Vec::<Duration>::new()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let dash = measuring_dashboard(
+        addr.clone(),
+        cookie.clone(),
+        epoch,
+        latencies.clone(),
+        stop.clone(),
+    );
+
+    let connect_started = Instant::now();
+    let handles = start_fleet(&shared, identities, stagger)?;
+    let all = wait_for(Duration::from_secs(180), || {
+        shared.connected.load(Ordering::Relaxed) == count
+    });
+    println!(
+        "connected {} of {count} agents in {:.1} s ({} failed attempts){}",
+        shared.connected.load(Ordering::Relaxed),
+        connect_started.elapsed().as_secs_f64(),
+        shared.failed_attempts.load(Ordering::Relaxed),
+        if all {
+            ""
+        } else {
+            "; gave up waiting after 180 s"
+        }
+    );
+    // Measure a steady window: forget what the ramp-up produced.
+    std::thread::sleep(Duration::from_secs(2));
+    let (sent, stored, lat) = steady_window(&shared, &latencies, seconds);
+    let (during, threads_during, fds_during) = server_figures(server_pid.as_deref());
+    let health = fleet::HealthProbe::start(&addr, Duration::from_millis(100));
     // The cluster list while every agent is connected and reporting.
     let mut list_times = Vec::new();
     let mut cluster_count = 0;
     for _ in 0..20 {
         let t = Instant::now();
-        let list = get(&addr, "/api/v1/keepalived/clusters", &cookie)?;
+        let list = get_json(&addr, "/api/v1/keepalived/clusters", &cookie)?;
         list_times.push(t.elapsed());
         cluster_count = list.as_array().map_or(0, Vec::len);
     }
     list_times.sort();
-    *run_until.lock().unwrap() = Some(Instant::now());
-    for h in handles {
-        let _ = h.join();
-    }
-    stop.store(true, Ordering::Relaxed);
-    let _ = dash_thread.join();
+    std::thread::sleep(Duration::from_secs(2));
+    let samples = health.finish();
+    let (n, h50, h99, _, hfail) = fleet::health_summary(&samples, epoch);
 
-    lat.sort();
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
     println!(
         "agents:                       {count}, one reading every {} ms each",
         interval.as_millis()
     );
-    println!(
-        "readings sent per second:     {:.0}",
-        sent_in_window as f64 / elapsed
-    );
-    println!(
-        "readings stored per second:   {:.0} (seen by the dashboard)",
-        lat.len() as f64 / elapsed
-    );
-    println!(
-        "reading -> dashboard p50:     {:.1} ms",
-        pct(0.5).as_secs_f64() * 1e3
-    );
-    println!(
-        "reading -> dashboard p99:     {:.1} ms",
-        pct(0.99).as_secs_f64() * 1e3
-    );
+    println!("readings sent per second:     {sent:.0}");
+    println!("readings stored per second:   {stored:.0} (seen by the dashboard)");
+    println!("reading -> dashboard p50:     {:.1} ms", pct(&lat, 0.5));
+    println!("reading -> dashboard p99:     {:.1} ms", pct(&lat, 0.99));
     if let (Some(b), Some(d)) = (before, during) {
         println!(
             "server resident memory:       {:.1} MiB before, {:.1} MiB with the agents",
@@ -397,15 +370,113 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     println!(
         "cluster list ({cluster_count} clusters): p50 {:.1} ms, max {:.1} ms over 20 GETs",
-        list_times[list_times.len() / 2].as_secs_f64() * 1e3,
-        list_times.last().map_or(0.0, |t| t.as_secs_f64() * 1e3)
+        fleet::ms(list_times[list_times.len() / 2]),
+        list_times.last().map_or(0.0, |t| fleet::ms(*t))
     );
+    println!("health (steady): {n} samples, p50 {h50:.1} ms, p99 {h99:.1} ms, {hfail} failed");
     if let (Some(b), Some(d)) = (threads_before, threads_during) {
         println!("server threads:               {b} before, {d} with the agents");
     }
+    if let (Some(b), Some(d)) = (fds_before, fds_during) {
+        println!("server descriptors:           {b} before, {d} with the agents");
+    }
+
+    if let Some(cmd) = restart_cmd {
+        server_pid = restart(&addr, &cmd, &shared, count)?.or(server_pid);
+        std::thread::sleep(Duration::from_secs(2));
+        let (sent, stored, lat) = steady_window(&shared, &latencies, seconds);
+        let (rss, threads_now, fds_now) = server_figures(server_pid.as_deref());
+        println!("after the restart, steady:    {sent:.0} readings sent/s, {stored:.0} stored/s, reading -> dashboard p50 {:.1} ms, p99 {:.1} ms", pct(&lat, 0.5), pct(&lat, 0.99));
+        if let (Some(r), Some(t), Some(f)) = (rss, threads_now, fds_now) {
+            println!(
+                "after the restart, server:    {:.1} MiB resident, {:.1} KiB per agent (whole process), {t} threads, {f} descriptors",
+                r as f64 / 1024.0,
+                r as f64 / count as f64
+            );
+        }
+    }
+
+    shared.stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        let _ = h.join();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let _ = dash.join();
     Ok(())
 }
 
+/// Restarts the server with `cmd` (run by `sh -c`; it prints the new server's pid
+/// last) while the fleet is connected, then follows the agents back along their
+/// ladder. Returns the new pid.
+fn restart(
+    addr: &str,
+    cmd: &str,
+    shared: &fleet::Shared,
+    count: usize,
+) -> Result<Option<String>, String> {
+    let failed_before = shared.failed_attempts.load(Ordering::Relaxed);
+    let probe = fleet::HealthProbe::start(addr, Duration::from_millis(50));
+    shared.restarted();
+    let restart_at = Instant::now();
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .output()
+        .map_err(|e| format!("restart command: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "restart command failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let pid = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .map(|l| l.trim().to_owned());
+    let up_after = restart_at.elapsed();
+    let all = wait_for(Duration::from_secs(150), || {
+        shared.reconnects.lock().unwrap().len() >= count
+    });
+    std::thread::sleep(Duration::from_secs(1));
+    let samples = probe.finish();
+    // The server answers again from the first successful sample after the restart.
+    let up_at = samples
+        .iter()
+        .find(|(at, r)| *at >= restart_at + up_after && r.is_ok())
+        .map_or(restart_at + up_after, |(at, _)| *at);
+    let (n, p50, p99, max, failed) = fleet::health_summary(&samples, up_at);
+    let mut times = shared.reconnects.lock().unwrap().clone();
+    times.sort();
+    let within_30 = times.iter().filter(|t| t.as_secs_f64() <= 30.0).count();
+    println!("== server restart with {count} agents connected (ladder 5 s + up to 3 s jitter, handshake timeout 5 s)");
+    println!(
+        "restart took:                 {:.1} s (stop + start until it answered)",
+        up_after.as_secs_f64()
+    );
+    println!(
+        "agents authenticated again:   {} of {count}{}; {within_30} within 30 s of the restart",
+        times.len(),
+        if all {
+            ""
+        } else {
+            " (gave up waiting after 150 s)"
+        }
+    );
+    println!(
+        "time to all authenticated:    {:.1} s (first {:.1} s, median {:.1} s)",
+        times.last().map_or(0.0, |t| t.as_secs_f64()),
+        times.first().map_or(0.0, |t| t.as_secs_f64()),
+        times.get(times.len() / 2).map_or(0.0, |t| t.as_secs_f64())
+    );
+    println!(
+        "failed attempts meanwhile:    {} (refused, handshake over 5 s, or no AUTH_SUCCESS)",
+        shared.failed_attempts.load(Ordering::Relaxed) - failed_before
+    );
+    println!(
+        "health while reconnecting:    {n} samples, p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms, {failed} failed"
+    );
+    Ok(pid)
+}
 /// One agent sending an ACTIVITY event every `--every-ms`, timing each ACK: how
 /// long ingest waits while something else (a cleanup) works.
 /// Registers one agent named `hostname` and connects it over the agent protocol
@@ -426,7 +497,12 @@ pub(crate) fn one_agent(
         reg["clientId"].as_str().ok_or("no clientId")?,
         reg["token"].as_str().ok_or("no token")?,
     );
-    let mut ws = ws_connect(addr, &format!("/ws/agent?clientId={id}&token={auth}"), None)?;
+    let mut ws = fleet::ws_connect(
+        addr,
+        &format!("/ws/agent?clientId={id}&token={auth}"),
+        None,
+        Duration::from_secs(15),
+    )?;
     ws.send(auth_message(hostname)).map_err(|e| e.to_string())?;
     Ok(ws)
 }

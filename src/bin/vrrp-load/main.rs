@@ -7,12 +7,26 @@
 //! vrrp-load idle ADDR [--connections 500] [--hold-ms 2000]
 //!     opens idle connections, holds them, prints how many the server closed
 //! vrrp-load agents ADDR --token T --agents N [--seconds 20] [--interval-ms 1000] [--server-pid PID]
-//!         [--clusters] [--connect-attempts 1] [--connect-per-second 500]
+//!         [--clusters] [--restart-cmd CMD] [--connect-per-second 500]
 //!     registers N agents, connects each over the agent protocol and sends a reading
 //!     every interval; a dashboard socket measures reading-to-dashboard latency;
-//!     `--clusters` pairs them into N/2 clusters; a failed connect is retried a
-//!     second later up to the given attempts; agents start connecting at the given
-//!     rate (a ramp, not a storm, when what is measured is not the connect path)
+//!     `--clusters` pairs them into N/2 clusters. Agents retry like the real agent
+//!     (ladder 5, 10, 30, 60 s + up to 3 s jitter). With `--restart-cmd`, the
+//!     command (`sh -c`, prints the new server pid) restarts the server once the
+//!     fleet is steady, and the agents' way back is measured (time until all are
+//!     authenticated again, `/api/health` latency meanwhile); agents start
+//!     connecting at the given rate (a ramp, not a storm, when what is measured
+//!     is not the connect path)
+//! vrrp-load hostile ADDR --token T [--idle 10000] [--slowloris 20] [--agents 50]
+//!         [--seconds 60] [--server-pid PID]
+//!     idle connections (reopened when closed), slowloris clients and a dashboard
+//!     that never reads, while agents report and a dashboard measures; samples
+//!     /api/health every 50 ms and prints p50/p99/max and what the server closed
+//! vrrp-load soak ADDR --token T [--agents 2000] [--minutes 30] [--checkpoint 5]
+//!         [--storm-every-s 60] [--storm-percent 10] [--server-pid PID]
+//!     agents in pairs, a failover storm every interval, two dashboards and a
+//!     webhook receiver; prints memory/threads/descriptors at the checkpoint and
+//!     the end, and checks one vrrp.master_changed per failover
 //! vrrp-load outbound ADDR --token T [--agents 500] [--seconds 10] [--interval-ms 1000]
 //!         [--server-pid PID] [--secret S]
 //!     N outbound agents, each listening on its own port on 127.0.0.1, registered
@@ -33,8 +47,11 @@
 //! ```
 
 mod agents;
+mod fleet;
+mod hostile;
 mod outbound;
 mod reconnect;
+mod soak;
 mod webhooks;
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -51,6 +68,8 @@ fn main() -> ExitCode {
         Some("activity") => agents::activity(&args[1..]),
         Some("outbound") => outbound::run(&args[1..]),
         Some("outbound-reconnect") => reconnect::run(&args[1..]),
+        Some("hostile") => hostile::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         Some("evaluator") => evaluator(&args[1..]),
         Some("webhooks") => webhooks::run(&args[1..]),
         _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),

@@ -7,7 +7,7 @@
 //! agent (the shared [`Reporter`]). A session the server ends (a redial) is
 //! counted and the agent waits for the next dial, as a real agent does.
 
-use super::agents::{auth_message, get, post, rss_kib, threads, timed_out, Reporter};
+use super::agents::{auth_message, get_json, post, rss_kib, threads, timed_out, Reporter};
 use super::{flag, number};
 use serde_json::{json, Value};
 use std::net::{TcpListener, TcpStream};
@@ -337,7 +337,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let mut online = 0;
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
-        let list = get(&addr, "/api/v1/clients", &cookie)?;
+        let list = get_json(&addr, "/api/v1/clients", &cookie)?;
         online = list.as_array().map_or(0, |clients| {
             clients
                 .iter()

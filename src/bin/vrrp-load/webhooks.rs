@@ -7,8 +7,7 @@ use super::{flag, number};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::Message;
 use vrrp_monitor::webhooks::delivery::{context_of, render, samples, ClientView};
@@ -81,14 +80,17 @@ fn render_time(renders: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// A receiver that answers every request 200 and counts the bodies it got.
-fn receiver() -> Result<(String, Arc<AtomicUsize>), String> {
+/// The JSON bodies a receiver got, in arrival order.
+pub(crate) type Bodies = Arc<Mutex<Vec<Value>>>;
+
+/// A receiver that answers every request 200 and keeps the JSON bodies it got.
+pub(crate) fn receiver() -> Result<(String, Bodies), String> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let addr = listener
         .local_addr()
         .map_err(|e| e.to_string())?
         .to_string();
-    let received = Arc::new(AtomicUsize::new(0));
+    let received = Arc::new(Mutex::new(Vec::new()));
     let count = received.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
@@ -99,7 +101,7 @@ fn receiver() -> Result<(String, Arc<AtomicUsize>), String> {
     Ok((addr, received))
 }
 
-fn answer(stream: TcpStream, received: &AtomicUsize) {
+fn answer(stream: TcpStream, received: &Mutex<Vec<Value>>) {
     let Ok(mut writer) = stream.try_clone() else {
         return;
     };
@@ -126,8 +128,10 @@ fn answer(stream: TcpStream, received: &AtomicUsize) {
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        if serde_json::from_slice::<Value>(&body).is_ok() {
-            received.fetch_add(1, Ordering::Relaxed);
+        if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+            if let Ok(mut r) = received.lock() {
+                r.push(v);
+            }
         }
         let reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         if writer.write_all(reply.as_bytes()).is_err() {
@@ -171,11 +175,11 @@ fn deliveries(addr: &str, cookie: &str, events: usize, burst: usize) -> Result<(
             }
         }
         let deadline = Instant::now() + Duration::from_secs(30);
-        while received.load(Ordering::Relaxed) < sent {
+        while received.lock().map_or(0, |r| r.len()) < sent {
             if Instant::now() > deadline {
                 return Err(format!(
                     "receiver has {} of {sent} events after 30 s",
-                    received.load(Ordering::Relaxed)
+                    received.lock().map_or(0, |r| r.len())
                 ));
             }
             std::thread::sleep(Duration::from_millis(1));
@@ -187,9 +191,9 @@ fn deliveries(addr: &str, cookie: &str, events: usize, burst: usize) -> Result<(
     println!("delivery, {events} events in bursts of {burst} to a receiver on loopback");
     println!(
         "  delivered {} events in {:.2} s: {:.0} events/s",
-        received.load(Ordering::Relaxed),
+        received.lock().map_or(0, |r| r.len()),
         elapsed.as_secs_f64(),
-        received.load(Ordering::Relaxed) as f64 / elapsed.as_secs_f64()
+        received.lock().map_or(0, |r| r.len()) as f64 / elapsed.as_secs_f64()
     );
     println!(
         "  burst sent -> last event received: p50 {:.1} ms, max {:.1} ms",

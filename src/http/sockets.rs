@@ -1,0 +1,188 @@
+//! Finding and inspecting our accepted sockets by descriptor.
+//!
+//! tiny_http hides its sockets: an upgraded stream has no descriptor to ask for,
+//! and it keeps a second descriptor of every connection (its writer is a
+//! `try_clone`). What we know is the peer's address, and that the kernel answers
+//! `getpeername`/`getsockname` for any descriptor. The scans here skip the
+//! descriptors the caller names as known (live upgraded sockets, their twins and
+//! their wake-up descriptors): those are most of the process's descriptors under
+//! load, and they cannot be the socket looked for while their owner lives, so a
+//! lookup costs a system call per *unknown* descriptor, not per open one.
+
+use nix::sys::socket::{getpeername, getsockname, SockaddrLike, SockaddrStorage};
+use std::collections::HashSet;
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+/// Descriptors opened since the last full scan are looked for up to this far
+/// above the highest one seen.
+const SLACK: RawFd = 512;
+
+/// The descriptors of this process now (one `/proc/self/fd` read).
+pub fn open_descriptors() -> Vec<RawFd> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
+        .collect()
+}
+
+/// Every descriptor of our accepted socket from `peer` (tiny_http holds two),
+/// skipping `known`; and every other accepted socket of `port` met on the way
+/// (descriptor, peer), for the caller to remember. `high_water` is the highest
+/// descriptor seen lately: the range up to it (plus [`SLACK`]) is probed
+/// directly; only when that finds nothing is `/proc/self/fd` listed.
+pub fn find(
+    port: u16,
+    peer: SocketAddr,
+    known: &HashSet<RawFd>,
+    high_water: RawFd,
+) -> (Vec<RawFd>, Vec<(RawFd, SocketAddr)>) {
+    let look = |fds: &mut dyn Iterator<Item = RawFd>| {
+        let (mut found, mut others) = (Vec::new(), Vec::new());
+        for fd in fds {
+            if known.contains(&fd) {
+                continue;
+            }
+            let Some(p) = getpeername::<SockaddrStorage>(fd)
+                .ok()
+                .and_then(|p| socket_addr(&p))
+            else {
+                continue;
+            };
+            if local_port(fd) != Some(port) {
+                continue;
+            }
+            if p == peer {
+                found.push(fd);
+            } else {
+                others.push((fd, p));
+            }
+        }
+        (found, others)
+    };
+    let (found, others) = look(&mut (0..=high_water.saturating_add(SLACK)));
+    if !found.is_empty() {
+        return (found, others);
+    }
+    look(&mut open_descriptors().into_iter())
+}
+
+/// The peer of `fd` when it is a connected socket whose local port is `port`.
+pub fn peer_of(fd: RawFd, port: u16) -> Option<SocketAddr> {
+    if local_port(fd)? != port {
+        return None;
+    }
+    let peer: SockaddrStorage = getpeername(fd).ok()?;
+    socket_addr(&peer)
+}
+
+fn local_port(fd: RawFd) -> Option<u16> {
+    let local: SockaddrStorage = getsockname(fd).ok()?;
+    Some(socket_addr(&local)?.port())
+}
+
+fn socket_addr(s: &SockaddrStorage) -> Option<SocketAddr> {
+    if let Some(v4) = s.as_sockaddr_in() {
+        return Some(SocketAddr::from((v4.ip(), v4.port())));
+    }
+    if let Some(v6) = s.as_sockaddr_in6() {
+        return Some(SocketAddr::from((v6.ip(), v6.port())));
+    }
+    let _ = s.family();
+    None
+}
+
+/// Whether the peer has closed its side of the connection (a client that gave up).
+pub fn hung_up(fd: RawFd) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one pollfd, zero timeout; a closed descriptor only reports POLLNVAL.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n > 0 && p.revents & (libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// Bytes in a socket's receive queue.
+pub fn unread_bytes(fd: RawFd) -> usize {
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer; a bad fd only errors.
+    let rc = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+    if rc == 0 {
+        n.max(0) as usize
+    } else {
+        0
+    }
+}
+
+/// What the kernel knows of a connection's received data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    /// Bytes the peer has sent since the connection opened.
+    pub bytes: u64,
+    /// Milliseconds since the peer last sent data.
+    pub last_ms_ago: u64,
+}
+
+/// `TCP_INFO` of a socket: how much the peer sent and when it last sent.
+pub fn received(fd: RawFd) -> Option<Received> {
+    // SAFETY: tcp_info is plain old data; zeroes are a valid value.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `info`; a bad fd only errors.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(Received {
+        bytes: info.tcpi_bytes_received,
+        last_ms_ago: u64::from(info.tcpi_last_data_recv),
+    })
+}
+
+/// The soft and hard limits on open descriptors.
+pub fn descriptor_limit() -> Option<(u64, u64)> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit through the pointer.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    (rc == 0).then_some((lim.rlim_cur, lim.rlim_max))
+}
+
+/// Raises the soft descriptor limit to the hard one: every connection costs
+/// descriptors (tiny_http keeps two per socket), and running out of them stops
+/// tiny_http's accept thread for good. Returns the limit now in force.
+pub fn raise_descriptor_limit() -> Option<u64> {
+    let (soft, hard) = descriptor_limit()?;
+    if soft < hard {
+        let lim = libc::rlimit {
+            rlim_cur: hard,
+            rlim_max: hard,
+        };
+        // SAFETY: setrlimit reads one rlimit through the pointer.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } == 0 {
+            return Some(hard);
+        }
+    }
+    Some(soft)
+}
+
+/// Sets the listening socket's accept queue: a fleet reconnecting at once must
+/// wait in the queue, not have its SYNs dropped (std listens with 128).
+pub fn set_backlog(fd: RawFd, backlog: i32) -> std::io::Result<()> {
+    // SAFETY: listen on a listening socket only changes its backlog.
+    if unsafe { libc::listen(fd, backlog) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
