@@ -2,7 +2,7 @@
 
 use super::api_auth::set_session;
 use super::request::Req;
-use super::response::{ApiError, ApiResult, Resp};
+use super::response::{AfterSent, ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
 use super::App;
 use crate::auth::users::{self, AuthMethods, NewUser, UserError, UserUpdate};
@@ -95,18 +95,20 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
         if password_changed && id == app.first_admin_id() {
             app.forget_initial_password();
         }
-        // Open dashboards of that user end with their sessions; the caller's own
-        // reconnect with the fresh cookie this answer carries (4002).
+        // Open dashboards of that user end with their sessions. The caller's own
+        // are told 4002 and reconnect at once with the fresh cookie this answer
+        // carries, so their close goes out only after the answer.
         if id == session.user_id {
-            app.hub.close_user(id, 4002, "Session renewed");
-        } else {
-            app.hub.close_user(id, 4001, "Invalid Token");
-        }
-        // The caller changed their own credentials: keep them logged in with a
-        // token of the new version instead of ending their session.
-        if id == session.user_id {
+            let resp = resp.after_sent(AfterSent::CloseUserSockets {
+                user_id: id,
+                code: 4002,
+                reason: "Session renewed",
+            });
+            // The caller changed their own credentials: keep them logged in with a
+            // token of the new version instead of ending their session.
             return Ok(set_session(app, req, resp, id, &updated.username, tv));
         }
+        app.hub.close_user(id, 4001, "Invalid Token");
     }
     Ok(resp)
 }

@@ -49,6 +49,7 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
         headers: Vec::new(),
         body: metrics::render(&snapshot).into_bytes(),
         content_type: CONTENT_TYPE,
+        after_sent: None,
     })
 }
 

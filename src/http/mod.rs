@@ -218,8 +218,18 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
         None => ApiError::internal().into_resp(),
     };
     let hsts = app.config.security.hsts;
+    let mut resp = resp;
+    let after_sent = resp.after_sent.take();
     if let Err(e) = rq.respond(to_tiny(resp, hsts)) {
         log::debug!("Could not send an answer: {e}");
+    }
+    match after_sent {
+        Some(response::AfterSent::CloseUserSockets {
+            user_id,
+            code,
+            reason,
+        }) => app.hub.close_user(user_id, code, reason),
+        None => {}
     }
 }
 
@@ -292,6 +302,7 @@ fn route(app: &App, req: &Req) -> ApiResult {
             headers: Vec::new(),
             body: include_bytes!("../../static/docs/webhook-templates.md").to_vec(),
             content_type: "text/markdown; charset=utf-8",
+            after_sent: None,
         }),
         // Everything outside /api, /ws and /docs is the dashboard (deep links
         // answer index.html).

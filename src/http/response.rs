@@ -8,6 +8,20 @@ pub struct Resp {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub content_type: &'static str,
+    /// Done by the HTTP layer once the answer has been written.
+    pub after_sent: Option<AfterSent>,
+}
+
+/// Work that must not overtake the answer.
+#[derive(Debug, PartialEq)]
+pub enum AfterSent {
+    /// Close the user's dashboard sockets. With 4002 the tab reconnects at once with
+    /// the fresh cookie this very answer carries, so the close may only go out after it.
+    CloseUserSockets {
+        user_id: i64,
+        code: u16,
+        reason: &'static str,
+    },
 }
 
 impl Resp {
@@ -25,6 +39,7 @@ impl Resp {
             headers: Vec::new(),
             body,
             content_type: "application/json; charset=utf-8",
+            after_sent: None,
         }
     }
 
@@ -39,11 +54,17 @@ impl Resp {
             headers: vec![("location".to_owned(), location.to_owned())],
             body: Vec::new(),
             content_type: "text/plain; charset=utf-8",
+            after_sent: None,
         }
     }
 
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Resp {
         self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+
+    pub fn after_sent(mut self, work: AfterSent) -> Resp {
+        self.after_sent = Some(work);
         self
     }
 }

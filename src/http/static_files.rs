@@ -105,6 +105,7 @@ pub fn serve(req: &Req) -> Resp {
             body.to_vec()
         },
         content_type: content_type(path),
+        after_sent: None,
     }
 }
 
