@@ -239,10 +239,15 @@ pub struct Page {
     pub kinds: Vec<String>,
     /// Only the events of this correlation id (an incident).
     pub correlation_id: Option<String>,
+    /// Only the events of these correlation ids (incidents), when not empty.
+    pub correlation_ids: Vec<String>,
     /// Only records the user has not seen.
     pub unseen: bool,
     /// Only records that occurred at or after this ISO 8601 time.
     pub since: Option<String>,
+    /// Only cluster events that may be about the cluster with this key, found
+    /// through `activity_clusters`; [`is_about_cluster`] still has the last word.
+    pub cluster: Option<String>,
 }
 
 impl Page {
@@ -273,6 +278,7 @@ impl Page {
             "a.correlation_id",
             self.correlation_id.iter().cloned().collect(),
         );
+        any_of(&mut sql, "a.correlation_id", self.correlation_ids.clone());
         if let Some(before) = &self.before {
             args.push(before.clone().into());
             sql.push_str(&format!(
@@ -287,6 +293,29 @@ impl Page {
         }
         if self.unseen {
             sql.push_str(" AND s.user_id IS NULL");
+        }
+        if let Some(key) = &self.cluster {
+            let mut parts = key.splitn(3, '|');
+            match (
+                parts.next(),
+                parts.next().map(str::parse::<i64>),
+                parts.next(),
+            ) {
+                (Some(site), Some(Ok(vrid)), Some(network)) => {
+                    args.push(site.to_owned().into());
+                    args.push(vrid.into());
+                    args.push(network.to_owned().into());
+                    let n = args.len();
+                    sql.push_str(&format!(
+                        " AND a.id IN (SELECT activity_id FROM activity_clusters
+                           WHERE site = ?{} AND vrid = ?{} AND network = ?{n})",
+                        n - 2,
+                        n - 1
+                    ));
+                }
+                // No cluster has such a key, so no event is about it.
+                _ => sql.push_str(" AND 0"),
+            }
         }
         (sql, args)
     }
@@ -312,7 +341,7 @@ pub fn list_page(
     db: &Db,
     user_id: i64,
     page: &Page,
-    keep: impl Fn(&Value) -> bool,
+    mut keep: impl FnMut(&Value) -> bool,
 ) -> Result<Vec<Value>, DbError> {
     db.read(|c| {
         let (filter, args) = page.sql_filter(user_id);

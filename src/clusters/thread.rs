@@ -513,6 +513,25 @@ pub fn open_incidents(db: &Db) -> Result<u64, DbError> {
     })
 }
 
+/// The ids of the incidents open now, as `cluster_states` holds them (this
+/// thread keeps it current): the dashboard's open incidents come from here, not
+/// from the activity list, which retention or "delete all" may have emptied of
+/// an incident's opening event.
+pub fn open_incident_ids(db: &Db) -> Result<Vec<String>, DbError> {
+    db.read(|c| {
+        let mut stmt = c.prepare("SELECT state FROM cluster_states")?;
+        let states = stmt.query_map([], |r| r.get::<_, String>(0))?;
+        let mut ids = Vec::new();
+        for state in states {
+            let state: Value = serde_json::from_str(&state?).unwrap_or_default();
+            if let Some(id) = state["incident"]["id"].as_str() {
+                ids.push(id.to_owned());
+            }
+        }
+        Ok(ids)
+    })
+}
+
 /// The open incidents as `cluster_states` holds them (this thread keeps it
 /// current), for the end of a silence.
 pub struct StoredIncidents(pub Arc<Db>);

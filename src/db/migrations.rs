@@ -42,6 +42,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0007_silences.sql",
         include_str!("../../sql/0007_silences.sql"),
     ),
+    (
+        8,
+        "0008_activity_indexes.sql",
+        include_str!("../../sql/0008_activity_indexes.sql"),
+    ),
 ];
 
 #[derive(Debug)]

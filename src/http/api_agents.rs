@@ -310,6 +310,11 @@ pub fn list_clusters(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> Api
 /// cluster's key); `count=true` answers `{count}` instead of records (`q` and
 /// `cluster` do not apply to it). Records carry the composed `message` and `detail`.
 pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
+    match req.query_param("openIncidents") {
+        None | Some("false") => {}
+        Some("true") => return open_incidents(app, session),
+        Some(_) => return Err(invalid("openIncidents", "must be true or false")),
+    }
     let mut page = activity::Page::default();
     if let Some(limit) = req.query_param("limit") {
         match limit.parse::<usize>() {
@@ -362,6 +367,7 @@ pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) ->
         .map(str::to_lowercase)
         .filter(|q| !q.is_empty());
     let cluster = req.query_param("cluster").filter(|c| !c.is_empty());
+    page.cluster = cluster.map(str::to_owned);
     let mut records = if let Some(q) = &text {
         // The text is composed per record, so compose before the limit applies.
         let limit = page.limit.take();
@@ -384,6 +390,33 @@ pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) ->
     if text.is_none() {
         activity::with_texts(&app.db, &mut records);
     }
+    Ok(Resp::ok(&records))
+}
+
+/// `GET /api/v1/activity?openIncidents=true`: the newest stored event of each
+/// incident open now (the cluster evaluator's confirmed states say which), newest
+/// first; the other parameters do not apply. An open incident none of whose
+/// events is stored any more is left out: there is nothing to show for it.
+fn open_incidents(app: &App, session: &Session) -> ApiResult {
+    let ids = crate::clusters::thread::open_incident_ids(&app.db)?;
+    if ids.is_empty() {
+        return Ok(Resp::ok(&json!([])));
+    }
+    let page = activity::Page {
+        kinds: ["opened", "updated", "resolved"]
+            .iter()
+            .map(|k| format!("vrrp.incident_{k}"))
+            .collect(),
+        correlation_ids: ids,
+        ..activity::Page::default()
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut records = activity::list_page(&app.db, session.user_id, &page, |r| {
+        r["correlationId"]
+            .as_str()
+            .is_some_and(|id| seen.insert(id.to_owned()))
+    })?;
+    activity::with_texts(&app.db, &mut records);
     Ok(Resp::ok(&records))
 }
 

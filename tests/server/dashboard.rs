@@ -383,3 +383,126 @@ fn a_dashboard_that_takes_nothing_of_a_large_snapshot_is_let_go_after_the_heartb
         other => panic!("{:?}", other.map(|r| r.map(|v| v.to_string().len()))),
     }
 }
+
+/// Stores cluster events straight into the database: `(id, minute, cluster data)`.
+fn store_cluster_events(server: &Server, events: &[(&str, u32, Value)]) {
+    let conn =
+        rusqlite::Connection::open(server.launch.data_dir().join("vrrp-monitor.db")).unwrap();
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    for (id, minute, cluster) in events {
+        conn.execute(
+            "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
+             VALUES (?1, ?2, ?2, 'server', NULL, 'vrrp.master_changed', 'info', NULL, '{}', ?3)",
+            rusqlite::params![
+                id,
+                format!("2026-11-21T09:{minute:02}:00.000Z"),
+                json!({ "cluster": cluster, "previousMaster": "lb-1" }).to_string()
+            ],
+        )
+        .unwrap();
+    }
+}
+
+fn cluster_event_ids(server: &Server, admin: &str, key: &str) -> Vec<String> {
+    let path = format!(
+        "/api/v1/activity?cluster={}",
+        key.replace('|', "%7C")
+            .replace('/', "%2F")
+            .replace(' ', "%20")
+    );
+    let answer = server.get(&path, Auth::Cookie(admin));
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    answer
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_clusters_events_are_found_through_the_cluster_index_old_and_new() {
+    let (_, launch) = Server::start().stop();
+    // A database from before the index: events stored, migration 8 not yet applied.
+    {
+        let conn = rusqlite::Connection::open(launch.data_dir().join("vrrp-monitor.db")).unwrap();
+        conn.execute_batch(
+            "DROP TRIGGER activity_clusters_on_insert; DROP TABLE activity_clusters;
+             DROP INDEX activity_correlation; DELETE FROM schema_migrations WHERE version = 8;",
+        )
+        .unwrap();
+    }
+    let server = launch.start();
+    let a = json!({ "site": "dc-1", "vrid": 51, "networks": ["10.0.1.0/24", "10.0.9.0/24"] });
+    let other_network = json!({ "site": "dc-1", "vrid": 51, "networks": ["10.0.2.0/24"] });
+    let other_site = json!({ "site": "dc-2", "vrid": 51, "networks": ["10.0.1.0/24"] });
+    let siteless = json!({ "site": null, "vrid": 7, "networks": ["192.0.2.0/24"] });
+    let vrid_as_text = json!({ "site": "dc-1", "vrid": "51", "networks": ["10.0.1.0/24"] });
+    store_cluster_events(
+        &server,
+        &[
+            ("old-a1", 1, a.clone()),
+            ("old-b", 2, other_network.clone()),
+            ("old-s", 3, siteless.clone()),
+        ],
+    );
+    let (_, launch) = server.stop();
+    // The restart applies migration 8, which indexes the events already stored.
+    let server = launch.start();
+    let admin = server.admin();
+    // Events stored from now on are indexed as they are stored.
+    store_cluster_events(
+        &server,
+        &[
+            ("new-a2", 4, a.clone()),
+            ("new-site", 5, other_site),
+            ("new-text-vrid", 6, vrid_as_text),
+            ("new-s", 7, siteless),
+        ],
+    );
+    server.sql(
+        "INSERT INTO activity (id, occurred_at, received_at, source, kind, level, data)
+         VALUES ('plain', '2026-11-21T09:08:00.000Z', '2026-11-21T09:08:00.000Z', 'agent', 'keepalived.stopped', 'warning', '{}'),
+                ('broken', '2026-11-21T09:09:00.000Z', '2026-11-21T09:09:00.000Z', 'agent', 'keepalived.stopped', 'warning', 'not json')",
+    );
+    // Newest first; either of the cluster's networks names it.
+    assert_eq!(
+        cluster_event_ids(&server, &admin, "dc-1|51|10.0.9.0/24"),
+        ["new-a2", "old-a1"]
+    );
+    assert_eq!(
+        cluster_event_ids(&server, &admin, "dc-1|51|10.0.1.0/24"),
+        ["new-a2", "old-a1"]
+    );
+    assert_eq!(
+        cluster_event_ids(&server, &admin, "dc-1|51|10.0.2.0/24"),
+        ["old-b"]
+    );
+    assert_eq!(
+        cluster_event_ids(&server, &admin, "|7|192.0.2.0/24"),
+        ["new-s", "old-s"]
+    );
+    assert!(cluster_event_ids(&server, &admin, "dc-1|x|10.0.1.0/24").is_empty());
+    assert!(cluster_event_ids(&server, &admin, "not a key").is_empty());
+    // Texts are composed as for every record.
+    let answer = server.get(
+        "/api/v1/activity?cluster=%7C7%7C192.0.2.0%2F24&limit=1",
+        Auth::Cookie(&admin),
+    );
+    assert_eq!(answer.body.as_array().unwrap().len(), 1);
+    assert!(answer.body[0]["message"].is_string());
+    // Deleting the activity list empties the index with it.
+    assert_eq!(
+        server
+            .delete("/api/v1/activity", Auth::Cookie(&admin))
+            .status,
+        200
+    );
+    let conn =
+        rusqlite::Connection::open(server.launch.data_dir().join("vrrp-monitor.db")).unwrap();
+    let left: i64 = conn
+        .query_row("SELECT COUNT(*) FROM activity_clusters", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+}

@@ -297,6 +297,30 @@ fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
         opened["data"]["incident"]["reasons"][0]["type"],
         "single-member"
     );
+    // The dashboard's open incidents: from the evaluator's state, not from the
+    // newest incident events (older incidents' events, newer than this one's, are
+    // not open and stay out).
+    server.sql(
+        "INSERT INTO activity (id, occurred_at, received_at, source, kind, level, correlation_id, data)
+         VALUES ('old-open', '2099-01-01T00:00:00.000Z', '2099-01-01T00:00:00.000Z', 'server', 'vrrp.incident_opened', 'warning', 'closed-long-ago', '{}'),
+                ('old-done', '2099-01-01T00:01:00.000Z', '2099-01-01T00:01:00.000Z', 'server', 'vrrp.incident_resolved', 'info', 'closed-long-ago', '{}')",
+    );
+    let open = server.get("/api/v1/activity?openIncidents=true", Auth::Cookie(&admin));
+    assert_eq!(open.status, 200, "{}", open.body);
+    let open = open.body.as_array().unwrap().clone();
+    assert_eq!(open.len(), 1, "{open:?}");
+    assert_eq!(open[0]["id"], opened["id"]);
+    assert!(open[0]["message"].as_str().is_some_and(|m| !m.is_empty()));
+    let refused = server.get("/api/v1/activity?openIncidents=yes", Auth::Cookie(&admin));
+    assert_eq!(refused.status, 400);
+    assert!(
+        refused.body["error"]
+            .as_str()
+            .unwrap()
+            .contains("openIncidents"),
+        "{}",
+        refused.body
+    );
     assert_eq!(
         server
             .delete(&format!("/api/v1/clients/{}", a.id), Auth::Cookie(&admin))
@@ -306,10 +330,9 @@ fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
         let events = cluster_events(&server, &admin);
-        if let Some(resolved) = events
-            .iter()
-            .find(|e| e["kind"] == "vrrp.incident_resolved")
-        {
+        if let Some(resolved) = events.iter().find(|e| {
+            e["kind"] == "vrrp.incident_resolved" && e["correlationId"] == opened["correlationId"]
+        }) {
             assert_eq!(resolved["data"]["incident"]["resolution"], "removed");
             assert!(resolved["data"]["incident"]["health"].is_null());
             assert_eq!(resolved["correlationId"], opened["correlationId"]);
@@ -320,6 +343,20 @@ fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "{events:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Resolved: none open.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let open = server.get("/api/v1/activity?openIncidents=true", Auth::Cookie(&admin));
+        if open.body == serde_json::json!([]) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still open: {}",
+            open.body
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
