@@ -21,4 +21,4 @@ done
 ulimit -n 65536 2>/dev/null || true
 cargo build --release --bins
 cargo test --release --test browser bench_dashboard -- --ignored --nocapture 2>&1 |
-  grep -E '^(stored|connect ramp|vrrp-load: (registered|connected)|---|first load|time to|messages|main thread|overview ->|cluster detail)|panicked|FAILED|error'
+  grep -E '^(  |stored|connect ramp|vrrp-load: (registered|connected)|---|first load|time to|messages|main thread|overview ->|cluster detail)|panicked|FAILED|error'

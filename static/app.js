@@ -60,7 +60,9 @@ setUnauthorizedHandler(() => {
 });
 
 export async function startSession() {
+  live.stage('app-started');
   const me = await get('/api/v1/me');
+  live.stage('session-known');
   S.session.value = me;
   clearTimeout(expiryTimer);
   if (me.expiresAt) {

@@ -76,7 +76,7 @@ function Instances({ instances, dim }) {
 
 export function ClientDetail({ id }) {
   const client = S.clientById.value.get(id);
-  const reading = S.readings.value[id];
+  const reading = S.readingOf(id);
   const [refresh, setRefresh] = useState('');
   useEffect(() => { document.title = `${client ? nameOf(client) : 'Client'} · vrrp-monitor`; }, [client && nameOf(client)]);
   if (!client) {

@@ -60,7 +60,7 @@ function highlight(key, value, all) {
 
 function Counters({ cluster }) {
   const rows = byPriority(cluster.members).map((m) => {
-    const reading = S.readings.value[m.clientId];
+    const reading = S.readingOf(m.clientId);
     const inst = reading?.instances?.find((i) => i.name === m.instance.name);
     return { m, stats: inst?.stats || null };
   });

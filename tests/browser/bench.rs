@@ -236,6 +236,16 @@ fn bench_dashboard() {
         "/cookie",
         json!({ "cookie": { "name": "svc_session", "value": admin, "path": "/", "httpOnly": true } }),
     );
+    let profiling = std::env::var_os("BENCH_PROFILE").is_some();
+    if profiling {
+        cdp(&b, "Profiler.enable", json!({}));
+        cdp(
+            &b,
+            "Profiler.setSamplingInterval",
+            json!({ "interval": 200 }),
+        );
+        cdp(&b, "Profiler.start", json!({}));
+    }
     b.goto(&server.url("/"));
     let ready = b.wait_js(
         "the overview with every cluster",
@@ -259,6 +269,25 @@ fn bench_dashboard() {
     let overview = b.body_text();
     assert!(overview.contains(&format!("/ {}", agents())), "{overview}");
     b.screenshot("bench-overview");
+    let stages = b.js(
+        "return performance.getEntriesByType('mark').filter((m) => m.name.startsWith('vrrp:'))
+           .map((m) => [m.name.slice(5), Math.round(m.startTime)])",
+        json!([]),
+    );
+    let waterfall = b.js(
+        "const nav = performance.getEntriesByType('navigation')[0];
+         const rows = [['index.html', 0, Math.round(nav.responseEnd)],
+           ['DOMContentLoaded', 0, Math.round(nav.domContentLoadedEventEnd)]];
+         for (const r of performance.getEntriesByType('resource'))
+           rows.push([new URL(r.name).pathname, Math.round(r.startTime), Math.round(r.responseEnd)]);
+         return rows;",
+        json!([]),
+    );
+    let first_load_profile = profiling.then(|| {
+        let p = cdp(&b, "Profiler.stop", json!({}));
+        cdp(&b, "Profiler.start", json!({}));
+        p
+    });
 
     // Main-thread time while 500 readings per second arrive.
     cdp(&b, "Performance.enable", json!({}));
@@ -269,15 +298,24 @@ fn bench_dashboard() {
     std::thread::sleep(window);
     let after = cdp(&b, "Performance.getMetrics", json!({}));
     let count_after = b.js("return window.vrrpLive.messages", json!([]));
+    let load_profile = profiling.then(|| cdp(&b, "Profiler.stop", json!({})));
     let secs = started.elapsed().as_secs_f64();
     let busy = |name: &str| (metric(&after, name) - metric(&before, name)) / secs * 1000.0;
     let messages =
         (count_after.as_f64().unwrap_or(0.0) - count_before.as_f64().unwrap_or(0.0)) / secs;
     // The page still answers: a click on Clusters renders the list.
+    if profiling {
+        cdp(&b, "Profiler.start", json!({}));
+    }
     let t = Instant::now();
     b.click("nav a[href='/clusters']");
     b.wait("article.cluster");
     let nav_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let clusters_profile = profiling.then(|| {
+        let p = cdp(&b, "Profiler.stop", json!({}));
+        cdp(&b, "Profiler.start", json!({}));
+        p
+    });
     b.screenshot("bench-clusters");
 
     // A cluster's detail: the first page that needs uPlot (imported on first
@@ -286,6 +324,7 @@ fn bench_dashboard() {
     b.click("article.cluster a.cluster-name");
     b.wait("#master-timeline .timeline-chart[data-ready='1'] canvas");
     let detail_ms = t.elapsed().as_secs_f64() * 1000.0;
+    let detail_profile = profiling.then(|| cdp(&b, "Profiler.stop", json!({})));
     let uplot = b.js(
         "const out = { transfer: 0, raw: 0 };
          for (const r of performance.getEntriesByType('resource')) {
@@ -311,6 +350,26 @@ fn bench_dashboard() {
         kb(&sizes["apiRaw"])
     );
     println!("time to interactive:         {:.0} ms (navigation start to the overview showing every cluster, the socket snapshot applied)", ready.as_f64().unwrap_or(0.0));
+    let stages: Vec<String> = stages
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|m| format!("{} {}", m[0].as_str().unwrap_or("?"), m[1]))
+                .collect()
+        })
+        .unwrap_or_default();
+    println!("first load stages (ms):      {}", stages.join(", "));
+    if profiling {
+        println!("--- first load waterfall (ms from navigation start: started, finished) ---");
+        for r in waterfall.as_array().into_iter().flatten() {
+            println!(
+                "  {:>5} {:>5}  {}",
+                r[1],
+                r[2],
+                r[0].as_str().unwrap_or("?")
+            );
+        }
+    }
     println!("messages applied:            {messages:.0} per second over {secs:.1} s");
     println!(
         "main thread under load:      {:.0} ms/s busy (tasks), of it {:.0} ms/s script, {:.0} ms/s layout",
@@ -323,6 +382,71 @@ fn bench_dashboard() {
         "cluster detail click:        {detail_ms:.0} ms until the uPlot timeline is drawn; uPlot loaded then: {:.1} KB transferred ({:.1} KB raw; cached for a year after)",
         kb(&uplot["transfer"]), kb(&uplot["raw"])
     );
+    if let Some(p) = first_load_profile {
+        print_profile("first load", &p);
+    }
+    if let Some(p) = load_profile {
+        print_profile("under load", &p);
+    }
+    if let Some(p) = clusters_profile {
+        print_profile("clusters click", &p);
+    }
+    if let Some(p) = detail_profile {
+        print_profile("cluster detail click", &p);
+    }
     let _ = load.kill();
     let _ = load.wait();
+}
+
+/// Self time per function of a CDP `Profiler.stop` answer, the heaviest first
+/// (`BENCH_PROFILE=1`): where the page's main thread spends its time.
+fn print_profile(what: &str, answer: &Value) {
+    let profile = &answer["profile"];
+    let nodes = profile["nodes"].as_array().cloned().unwrap_or_default();
+    let name_of: std::collections::HashMap<u64, String> = nodes
+        .iter()
+        .filter_map(|n| {
+            let f = &n["callFrame"];
+            let url = f["url"].as_str().unwrap_or("");
+            let file = url.rsplit('/').next().unwrap_or(url);
+            let name = match f["functionName"].as_str() {
+                Some("") | None => "(anonymous)",
+                Some(s) => s,
+            };
+            Some((
+                n["id"].as_u64()?,
+                format!(
+                    "{name} {file}:{}",
+                    f["lineNumber"].as_i64().unwrap_or(0) + 1
+                ),
+            ))
+        })
+        .collect();
+    let samples = profile["samples"].as_array().cloned().unwrap_or_default();
+    let deltas = profile["timeDeltas"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut self_us: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
+    let mut total = 0.0;
+    for (s, d) in samples
+        .iter()
+        .zip(deltas.iter().skip(1).chain(std::iter::once(&json!(0))))
+    {
+        let (Some(id), Some(d)) = (s.as_u64(), d.as_f64()) else {
+            continue;
+        };
+        let name = name_of.get(&id).map(String::as_str).unwrap_or("?");
+        *self_us.entry(name).or_default() += d;
+        total += d;
+    }
+    let mut rows: Vec<_> = self_us.into_iter().collect();
+    rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+    println!(
+        "--- profile, {what}: {:.0} ms sampled; self time by function ---",
+        total / 1000.0
+    );
+    for (name, us) in rows.iter().take(25) {
+        println!("  {:>8.1} ms  {name}", us / 1000.0);
+    }
 }
