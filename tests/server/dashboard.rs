@@ -81,6 +81,89 @@ fn the_dashboard_is_served_with_deep_links_and_caching() {
     assert_eq!(page_again.status, 200);
 }
 
+/// The modules a module imports statically (`import … from '…'`, `import '…'`,
+/// `export … from '…'`, minified or not; not `import()`, which loads later),
+/// resolved against the import map.
+fn static_imports(module: &str, source: &str, map: &Value) -> Vec<String> {
+    let mut specs = Vec::new();
+    for keyword in ["from", "import"] {
+        for (at, _) in source.match_indices(keyword) {
+            let rest = source[at + keyword.len()..].trim_start();
+            let Some(quote) = rest.chars().next().filter(|c| *c == '\'' || *c == '"') else {
+                continue;
+            };
+            if let Some((spec, _)) = rest[1..].split_once(quote) {
+                specs.push(spec.to_owned());
+            }
+        }
+    }
+    specs
+        .into_iter()
+        .map(|spec| {
+            if let Some(mapped) = map["imports"][spec.as_str()].as_str() {
+                return mapped.to_owned();
+            }
+            assert!(
+                spec.starts_with("./") || spec.starts_with("../"),
+                "{module}: import of {spec:?} is neither relative nor in the import map"
+            );
+            let mut parts: Vec<&str> = module.split('/').collect();
+            parts.pop();
+            for piece in spec.split('/') {
+                match piece {
+                    "." => {}
+                    ".." => {
+                        parts.pop();
+                    }
+                    p => parts.push(p),
+                }
+            }
+            parts.join("/")
+        })
+        .collect()
+}
+
+#[test]
+fn the_first_load_preloads_every_module_it_imports() {
+    // Without a preload, each level of imports waits for the one before it: the
+    // browser learns of views/cluster.js only once app.js has arrived, and of
+    // timeline.js only after that. index.html names them all up front.
+    let server = Server::start();
+    let html = server
+        .get("/", Auth::None)
+        .body
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let map: Value = serde_json::from_str(
+        html.split_once("<script type=\"importmap\">")
+            .and_then(|(_, r)| r.split_once("</script>"))
+            .unwrap()
+            .0,
+    )
+    .unwrap();
+    let preloaded: std::collections::BTreeSet<String> = html
+        .split("<link rel=\"modulepreload\" href=\"")
+        .skip(1)
+        .filter_map(|r| r.split_once('"').map(|(href, _)| href.to_owned()))
+        .collect();
+    let mut reached = std::collections::BTreeSet::new();
+    let mut todo = vec!["/app.js".to_owned()];
+    while let Some(module) = todo.pop() {
+        if !reached.insert(module.clone()) {
+            continue;
+        }
+        let answer = server.get(&module, Auth::None);
+        assert_eq!(answer.status, 200, "{module}");
+        let source = answer.body.as_str().unwrap_or_default().to_owned();
+        todo.extend(static_imports(&module, &source, &map));
+    }
+    assert_eq!(
+        preloaded, reached,
+        "index.html's modulepreload links against the modules the first load imports"
+    );
+}
+
 fn decode(s: &str) -> Vec<u8> {
     let v = |c: u8| match c {
         b'A'..=b'Z' => c - b'A',
