@@ -18,6 +18,9 @@
 //! its id on both sides.
 
 pub mod availability;
+pub mod mirror;
+#[cfg(test)]
+mod mirror_tests;
 pub mod store;
 #[cfg(test)]
 mod tests;
