@@ -53,17 +53,33 @@ pub fn history(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
     let (from, to) = window(app, req)?;
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
     let now_ms = app.clock.now().timestamp_millis();
-    let read = app.history.read().window(&key, from_ms, to_ms, now_ms);
+    let (read, begins) = {
+        let mirror = app.history.read();
+        (
+            mirror.window(&key, from_ms, to_ms, now_ms),
+            mirror.first_start(&key),
+        )
+    };
     let intervals = history::clip(&read, from_ms, to_ms);
     Ok(Resp::ok(&json!({
         "key": key,
         "from": iso(from),
         "to": iso(to),
+        // Where the cluster's stored history begins (null: none): before it the
+        // dashboard may draw from the cluster's events; after it, a gap is
+        // time nobody observed.
+        "recordedSince": begins.map(|ms| iso(history::ms_to_time(ms))),
         "intervals": intervals.iter().map(history::interval_json).collect::<Vec<_>>(),
     })))
 }
 
+/// Every cluster's figures, or with `key` only that cluster's (the detail view
+/// refreshes its own without fetching a thousand).
 pub fn availability_of_all(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    let key = match req.query_param("key") {
+        Some("") => return Err(invalid("key", "must not be empty")),
+        k => k,
+    };
     let (from, to) = window(app, req)?;
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
     // Nothing after now has been observed: the window's future is not counted.
@@ -71,7 +87,7 @@ pub fn availability_of_all(app: &App, req: &Req, _s: &Session, _path: &[&str]) -
     let clusters: Vec<_> = {
         let mirror = app.history.read();
         mirror
-            .availability(from_ms, to_ms, to_ms.min(now_ms.max(from_ms)), now_ms)
+            .availability(key, from_ms, to_ms, to_ms.min(now_ms.max(from_ms)), now_ms)
             .into_iter()
             .map(|(key, figures)| figures.to_json(key))
             .collect()

@@ -472,6 +472,34 @@ fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_
         }
     };
     check(&server, &rows, now);
+    // One cluster's figures alone, and where its stored history begins.
+    let (key0, list0) = &rows[1];
+    let enc = key0.replace('|', "%7C").replace('/', "%2F");
+    let t = |ms: i64| iso(Utc.timestamp_millis_opt(ms).unwrap());
+    let one = server.get(
+        &format!(
+            "/api/v1/keepalived/clusters/availability?key={enc}&from={}&to={}",
+            t(base),
+            t(now)
+        ),
+        Auth::Cookie(&admin),
+    );
+    assert_eq!(
+        one.body["clusters"],
+        Value::Array(vec![expected(&rows, base, now, now)[1].clone()])
+    );
+    let h = server.get(
+        &format!(
+            "/api/v1/keepalived/clusters/history?key={enc}&from={}&to={}",
+            t(now - DAY_MS),
+            t(now)
+        ),
+        Auth::Cookie(&admin),
+    );
+    assert_eq!(
+        h.body["recordedSince"],
+        iso(Utc.timestamp_millis_opt(list0[0].from_ms).unwrap()).replace("%2B", "+")
+    );
     let seeded = figures(&server, &admin, base, now);
     assert!(
         seeded

@@ -254,17 +254,30 @@ impl Mirror {
             .collect()
     }
 
-    /// Every cluster with history in `[from_ms, list_to_ms)` (as `store::read`
-    /// lists them), in key order, with its figures over `[from_ms, to_ms)`.
+    /// When the cluster's stored history begins (its first interval's start).
+    pub fn first_start(&self, key: &str) -> Option<i64> {
+        self.series
+            .get(key)
+            .and_then(|s| s.list.first())
+            .map(|i| i.from_ms)
+    }
+
+    /// Every cluster (or only `key`) with history in `[from_ms, list_to_ms)` (as
+    /// `store::read` lists them), in key order, with its figures over
+    /// `[from_ms, to_ms)`.
     pub fn availability(
         &self,
+        key: Option<&str>,
         from_ms: i64,
         list_to_ms: i64,
         to_ms: i64,
         now_ms: i64,
     ) -> Vec<(&str, Availability)> {
-        self.series
-            .iter()
+        let chosen: Box<dyn Iterator<Item = (&String, &Series)>> = match key {
+            Some(k) => Box::new(self.series.get_key_value(k).into_iter()),
+            None => Box::new(self.series.iter()),
+        };
+        chosen
             .filter(|(_, s)| s.listed(from_ms, list_to_ms))
             .map(|(key, s)| (key.as_str(), s.figures(from_ms, to_ms, now_ms)))
             .collect()

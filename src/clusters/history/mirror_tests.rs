@@ -150,7 +150,9 @@ proptest! {
             let (x, y) = (pick(&list, a), pick(&list, b));
             let (from, to) = (x.min(y), x.max(y).max(x.min(y) + 1));
             let count_to = to.min(now.max(from));
-            let fast = mirror.availability(from, to, count_to, now);
+            let fast = mirror.availability(None, from, to, count_to, now);
+            prop_assert_eq!(&mirror.availability(Some("k"), from, to, count_to, now), &fast);
+            prop_assert!(mirror.availability(Some("x"), from, to, count_to, now).is_empty());
             let expected = reference(&list, from, to, now);
             prop_assert_eq!(fast.first().map(|(_, a)| a.clone()), expected.clone(),
                 "window {}..{} now {}", from, to, now);
