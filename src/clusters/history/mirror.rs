@@ -225,6 +225,13 @@ impl Mirror {
         }
     }
 
+    /// Gives back what the lists grew beyond their length (after the load at start).
+    pub fn shrink(&mut self) {
+        for s in self.series.values_mut() {
+            s.list.shrink_to_fit();
+        }
+    }
+
     /// How many intervals are held.
     pub fn len(&self) -> usize {
         self.series.values().map(|s| s.list.len()).sum()

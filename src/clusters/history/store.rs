@@ -129,6 +129,7 @@ pub fn load(db: &Db, mirror: &SharedMirror) -> Result<usize, DbError> {
                 };
                 mirror.insert(&last_key, interval);
             }
+            mirror.shrink();
             Ok::<_, DbError>(Some(mirror))
         },
         move |loaded| {
