@@ -2,7 +2,8 @@
 //! clock: intervals written as changes are confirmed, what a restart in the middle
 //! of an incident leaves, the availability endpoint, and its query validation;
 //! the figures (answered from the history held in memory) against the pure
-//! arithmetic over the table's rows, after a restart, live writes and a trim.
+//! arithmetic over the table's rows, after a restart, live writes, a cluster's
+//! key change and a trim.
 
 use crate::harness::*;
 use chrono::{DateTime, Duration as Span, TimeZone, Utc};
@@ -533,6 +534,30 @@ fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_
     let now = clock.now().timestamp_millis();
     assert!(live.iter().any(|(k, l)| k == KEY && l.last().unwrap().open));
     check(&server, &live, now);
+
+    // The pair moves to another site: a new key and a history of its own; the
+    // old key's interval ends and stays readable under it.
+    for agent in [&a, &b] {
+        let put = server.put(
+            &format!("/api/v1/clients/{}", agent.id),
+            Auth::Cookie(&admin),
+            r#"{"site": "dc-9"}"#,
+        );
+        assert_eq!(put.status, 200, "{}", put.body);
+    }
+    let moved = eventually("the moved pair has no history of its own", || {
+        let now = clock.now().timestamp_millis();
+        let rows = table(&server.launch, now);
+        let last_open = |key: &str| {
+            rows.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, l)| l.last().unwrap().open)
+        };
+        (last_open(KEY) == Some(false) && last_open("dc-9|51|192.0.2.0/24") == Some(true))
+            .then_some(rows)
+    });
+    let now = clock.now().timestamp_millis();
+    check(&server, &moved, now);
 
     // Retention of three days: the older intervals go from the table and from
     // the figures alike.
