@@ -209,6 +209,7 @@ pub fn run(
     )
     .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
     let (evaluate, eval_inbox) = crossbeam_channel::unbounded();
+    let history = clusters::history::store::SharedMirror::default();
     clusters::thread::spawn(
         clusters::thread::Handles {
             db: db.clone(),
@@ -216,6 +217,7 @@ pub fn run(
             agents: agents.clone(),
             readings: readings.clone(),
             activity: activity.clone(),
+            history: history.clone(),
         },
         eval_inbox,
         shutdown.clone(),
@@ -236,10 +238,11 @@ pub fn run(
         }),
         scheduler_handles.clone(),
     ));
+    let trim_history = history.clone();
     let notification_cleanup = Arc::new(Scheduler::new(
         "notification-cleanup",
         "notification_cleanup_interval_hours",
-        Box::new(|h, now| {
+        Box::new(move |h, now| {
             let days = h.settings.number("notification_retention_days", 90);
             let keep = h.settings.number("notification_retention_count", 500);
             let removed = schedulers::clean_activity(&h.db, days, keep, now)?;
@@ -253,8 +256,9 @@ pub fn run(
                 d => d,
             };
             let cutoff = now - chrono::Duration::days(history_days as i64);
-            let trimmed = clusters::history::store::trim(&h.db, cutoff.timestamp_millis())
-                .map_err(|e| format!("cluster history: {e}"))?;
+            let trimmed =
+                clusters::history::store::trim(&h.db, &trim_history, cutoff.timestamp_millis())
+                    .map_err(|e| format!("cluster history: {e}"))?;
             if trimmed > 0 {
                 log::info!("notification-cleanup removed {trimmed} cluster history intervals older than {history_days} days");
             }
@@ -322,6 +326,7 @@ pub fn run(
         outbound,
         initial_password: Mutex::new(initial_password),
         counters,
+        history,
         config,
         db,
         clock,

@@ -3,8 +3,9 @@
 // record hatched (never guessed), a tooltip with host and exact times, and the
 // same facts as a table for screen readers and copy-paste.
 //
-// Reusable: the cluster detail feeds it the last 24 h from stored cluster events
-// (`fromClusterEvents`); any other view can feed it intervals over any range:
+// Reusable: the cluster detail feeds it the cluster history over 24 h / 7 d /
+// 30 d, with `fromClusterEvents` only for the time before the history began
+// (views/availability.js); any other view can feed it intervals over any range:
 //   <${MasterTimeline} from=${ms} to=${ms} hosts=${['lb-a', 'lb-b']}
 //     intervals=${[{ from, to, masters: ['lb-a'] }]}        // ms or ISO strings
 //     incidents=${[{ from, to /* null: still open */, health: 'degraded' }]} />

@@ -9,7 +9,8 @@
 //! - [`confirm`]: the confirmation state machine that turns observations into
 //!   confirmed changes and their events (pure, on a driven clock).
 //! - [`history`]: the intervals each cluster's confirmed state held, and the
-//!   availability figures summed from them (pure, with their table in `store`).
+//!   availability figures summed from them (pure, with their table in `store`
+//!   and the copy in memory the endpoints read in `mirror`).
 //! - [`thread`]: the `cluster-eval` thread that feeds them and carries out what
 //!   they return (records events, asks agents for readings, persists states).
 

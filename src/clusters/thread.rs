@@ -83,6 +83,8 @@ pub struct Handles {
     pub readings: Arc<Latest>,
     /// Where the events of confirmed changes go.
     pub activity: ActivitySink,
+    /// The cluster history held in memory, changed with the table.
+    pub history: history::store::SharedMirror,
 }
 
 struct Runner {
@@ -125,6 +127,13 @@ pub fn spawn(
     if closed > 0 {
         log::info!("{closed} cluster history intervals closed where the server last saw them");
     }
+    let started = std::time::Instant::now();
+    let held =
+        history::store::load(&handles.db, &handles.history).map_err(std::io::Error::other)?;
+    log::info!(
+        "{held} cluster history intervals held in memory (read in {} ms)",
+        started.elapsed().as_millis()
+    );
     std::thread::Builder::new()
         .name("cluster-eval".into())
         .spawn(move || {
@@ -322,7 +331,9 @@ impl Runner {
             return;
         }
         self.touched_history = now;
-        if let Err(e) = history::store::touch(&self.handles.db, now.timestamp_millis()) {
+        let handles = &self.handles;
+        if let Err(e) = history::store::touch(&handles.db, &handles.history, now.timestamp_millis())
+        {
             log::error!("Cannot note that the cluster history still holds: {e}");
         }
     }
@@ -470,10 +481,12 @@ impl Runner {
         if !states.is_empty() || !writes.is_empty() {
             let at = iso(now);
             let now_ms = now.timestamp_millis();
-            let saved = handles.db.write(move |c| {
-                history::store::apply(c, &writes, now_ms)?;
-                for (key, state) in &states {
-                    match state {
+            let mirror = handles.history.clone();
+            let saved = handles.db.write_then(
+                move |c| {
+                    history::store::apply(c, &writes, now_ms)?;
+                    for (key, state) in &states {
+                        match state {
                         Some(s) => c.execute(
                             "INSERT INTO cluster_states (key, state, updated_at) VALUES (?1, ?2, ?3)
                              ON CONFLICT (key) DO UPDATE SET state = ?2, updated_at = ?3",
@@ -481,9 +494,12 @@ impl Runner {
                         )?,
                         None => c.execute("DELETE FROM cluster_states WHERE key = ?1", [key])?,
                     };
-                }
-                Ok::<_, DbError>(())
-            });
+                    }
+                    Ok::<_, DbError>(writes)
+                },
+                // The history in memory changes as the table did, once it committed.
+                move |writes| mirror.write().apply(writes, now_ms),
+            );
             if let Err(e) = saved {
                 e.log_write_failure(format_args!("Cannot store the confirmed cluster states"));
             }

@@ -138,6 +138,20 @@ impl Db {
         E: From<DbError> + Send + 'static,
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
+        self.write_then(f, |_| {})
+    }
+
+    /// As [`write`](Self::write); then, once the transaction committed and still
+    /// on the writer thread, `committed` is given what `f` returned (before the
+    /// caller is answered). State kept beside the database (the cluster history's
+    /// mirror) changes this way in commit order, and only with what committed.
+    pub fn write_then<T, E, F, G>(&self, f: F, committed: G) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<DbError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
+        G: FnOnce(&mut T) + Send + 'static,
+    {
         let (reply_tx, reply_rx) = bounded::<Result<T, E>>(1);
         let job: WriteJob = Box::new(move |conn| {
             let result = match conn {
@@ -147,7 +161,10 @@ impl Db {
             let ok = result.is_ok();
             let completion: Completion = Box::new(move |commit| {
                 let answer = match commit {
-                    Ok(()) => result,
+                    Ok(()) => result.map(|mut value| {
+                        committed(&mut value);
+                        value
+                    }),
                     Err(why) => Err(E::from(commit_error(why))),
                 };
                 let _ = reply_tx.send(answer);
@@ -379,5 +396,30 @@ mod tests {
             .unwrap();
         assert_eq!(count(&db), 1);
         assert!(db.is_healthy());
+    }
+
+    #[test]
+    fn the_committed_hook_runs_on_the_writer_in_order_and_only_after_a_commit() {
+        let (_dir, db) = open_temp();
+        let seen = std::sync::Arc::new(Mutex::new(Vec::new()));
+        for (v, refused) in [(1, false), (2, false), (2, true), (3, false)] {
+            let seen = seen.clone();
+            let r = db.write_then(
+                move |c| {
+                    Ok::<_, DbError>(c.execute("INSERT INTO t (v) VALUES (?1)", [v]).map(|_| v)?)
+                },
+                move |v| {
+                    let thread = std::thread::current().name().map(str::to_owned);
+                    seen.lock().push((*v, thread));
+                },
+            );
+            assert_eq!(r.is_err(), refused);
+        }
+        let writer = Some("sqlite-writer".to_owned());
+        assert_eq!(
+            *seen.lock(),
+            vec![(1, writer.clone()), (2, writer.clone()), (3, writer)],
+            "the refused second insert of 2 is not seen"
+        );
     }
 }

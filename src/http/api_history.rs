@@ -1,6 +1,7 @@
 //! `GET /api/v1/keepalived/clusters/history` and `.../availability`: a window of
 //! the cluster history, and the availability figures summed from it (issue 20).
-//! Validates the query, then calls `clusters::history`.
+//! Validates the query, then reads the history held in memory
+//! (`clusters::history::mirror`), never the table.
 
 use super::request::Req;
 use super::response::{ApiResult, Resp};
@@ -8,7 +9,7 @@ use super::validate::invalid;
 use super::App;
 use crate::auth::Session;
 use crate::clock::iso;
-use crate::clusters::history::{self, availability::availability, store};
+use crate::clusters::history;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
@@ -52,29 +53,45 @@ pub fn history(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
     let (from, to) = window(app, req)?;
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
     let now_ms = app.clock.now().timestamp_millis();
-    let read = store::read(&app.db, Some(&key), from_ms, to_ms, now_ms)?;
-    let intervals = read
-        .first()
-        .map(|(_, list)| history::clip(list, from_ms, to_ms))
-        .unwrap_or_default();
+    let (read, begins) = {
+        let mirror = app.history.read();
+        (
+            mirror.window(&key, from_ms, to_ms, now_ms),
+            mirror.first_start(&key),
+        )
+    };
+    let intervals = history::clip(&read, from_ms, to_ms);
     Ok(Resp::ok(&json!({
         "key": key,
         "from": iso(from),
         "to": iso(to),
+        // Where the cluster's stored history begins (null: none): before it the
+        // dashboard may draw from the cluster's events; after it, a gap is
+        // time nobody observed.
+        "recordedSince": begins.map(|ms| iso(history::ms_to_time(ms))),
         "intervals": intervals.iter().map(history::interval_json).collect::<Vec<_>>(),
     })))
 }
 
+/// Every cluster's figures, or with `key` only that cluster's (the detail view
+/// refreshes its own without fetching a thousand).
 pub fn availability_of_all(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
+    let key = match req.query_param("key") {
+        Some("") => return Err(invalid("key", "must not be empty")),
+        k => k,
+    };
     let (from, to) = window(app, req)?;
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
     // Nothing after now has been observed: the window's future is not counted.
     let now_ms = app.clock.now().timestamp_millis();
-    let read = store::read(&app.db, None, from_ms, to_ms, now_ms)?;
-    let clusters: Vec<_> = read
-        .iter()
-        .map(|(key, list)| availability(list, from_ms, to_ms.min(now_ms.max(from_ms))).to_json(key))
-        .collect();
+    let clusters: Vec<_> = {
+        let mirror = app.history.read();
+        mirror
+            .availability(key, from_ms, to_ms, to_ms.min(now_ms.max(from_ms)), now_ms)
+            .into_iter()
+            .map(|(key, figures)| figures.to_json(key))
+            .collect()
+    };
     Ok(Resp::ok(&json!({
         "from": iso(from),
         "to": iso(to),

@@ -68,6 +68,8 @@ pub struct App {
     pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,
     /// Activity and webhook counters since start, for `GET /metrics`.
     pub counters: Arc<crate::metrics::Counters>,
+    /// The cluster history held in memory (issue 20), what its endpoints read.
+    pub history: crate::clusters::history::store::SharedMirror,
 }
 
 impl App {

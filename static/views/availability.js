@@ -1,32 +1,52 @@
-// Cluster history and availability (issue 20): the timeline of who was master
-// when, from the server's history intervals, for 24 h / 7 d / 30 d (drawn by the
-// shared `MasterTimeline`: incidents shaded, time no interval covers hatched), and
-// the availability figures the server sums for the same window. Also the figures of every cluster for the
-// clusters list's "sort by availability".
+// Cluster history and availability (issue 20): the cluster detail's one
+// timeline of who was master when, for 24 h / 7 d / 30 d (drawn by the shared
+// `MasterTimeline`: incidents shaded, time nobody observed hatched), fed by the
+// server's history intervals, with the cluster's stored events only for the time
+// before its history begins; and the availability figures the server sums for
+// the same window. Also the figures of every cluster for the clusters list's
+// "sort by availability".
 import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
 import { html } from '../ui.js';
 import { get, query } from '../api.js';
-import { MasterTimeline } from '../timeline.js';
+import { MasterTimeline, fromClusterEvents } from '../timeline.js';
+import * as S from '../state.js';
 
 const HOUR = 3600 * 1000;
 export const RANGES = [['24h', 24 * HOUR], ['7d', 7 * 24 * HOUR], ['30d', 30 * 24 * HOUR]];
 
-// Pure: the timeline's input from history intervals (as the server clips them):
-// hosts in lane order, master intervals, and incident windows (consecutive
-// intervals of one incident joined).
-export function bandsOf(intervals) {
-  const hosts = [...new Set(intervals.flatMap((i) => i.masters))];
-  const spans = intervals.map((i) => ({ from: Date.parse(i.from), to: Date.parse(i.to), i }));
-  const bars = spans.map((s) => ({ from: s.from, to: s.to, masters: s.i.masters }));
+// Pure: the timeline's input over [from, to]. From the history intervals (as the
+// server clips them to the window; an open one holds until `to`), and before
+// `recordedSince` (where the cluster's stored history begins; null: it has none)
+// from its stored events, cut off there. After that a time no interval covers
+// was not observed (the server was stopped) and stays unknown: events are not
+// stretched over it. Incident windows: the intervals of one incident joined, an
+// incident the events show open when the history begins joined with its
+// continuation in the history.
+export function timelineOf({ intervals = [], recordedSince = null, events = [], from, to }) {
+  const begins = recordedSince ? Date.parse(recordedSince) : Infinity;
+  const bars = [];
   const incidents = [];
-  for (const s of spans) {
-    const last = incidents[incidents.length - 1];
-    if (!s.i.incidentId) continue;
-    if (last && last.id === s.i.incidentId) last.to = s.to;
-    else incidents.push({ id: s.i.incidentId, from: s.from, to: s.to, health: s.i.health });
+  if (begins > from && events.length) {
+    const cut = Math.min(begins, to);
+    const drawn = fromClusterEvents(events, cut);
+    for (const b of drawn.intervals) {
+      if (b.from < cut) bars.push({ from: b.from, to: Math.min(b.to, cut), masters: b.masters });
+    }
+    for (const w of drawn.incidents) {
+      if (w.from < cut) incidents.push({ ...w, to: w.to == null ? cut : Math.min(w.to, cut) });
+    }
   }
-  return { hosts, bars, incidents };
+  for (const i of intervals) {
+    const f = Date.parse(i.from);
+    const t = i.open ? Math.max(Date.parse(i.to), to) : Date.parse(i.to);
+    bars.push({ from: f, to: t, masters: i.masters });
+    if (!i.incidentId) continue;
+    const last = incidents[incidents.length - 1];
+    if (last && last.id === i.incidentId) last.to = Math.max(last.to, t);
+    else incidents.push({ id: i.incidentId, from: f, to: t, health: i.health });
+  }
+  return { bars, incidents };
 }
 
 function duration(seconds) {
@@ -60,33 +80,54 @@ function Figures({ a }) {
   </dl>`;
 }
 
-// The history section of a cluster's detail.
-export function HistoryPanel({ clusterKey }) {
+// The cluster detail's timeline and figures. `hosts`: the members' names in
+// lane order; `events`: the cluster's stored events (null while loading), drawn
+// only before the history begins. Fetched again (after 300 ms) when the activity
+// list changed, as the events are; the open interval grows with the clock.
+export function HistoryPanel({ clusterKey, hosts = [], events = null }) {
   const [range, setRange] = useState('24h');
   const [data, setData] = useState(null);
+  const version = S.activityVersion.value;
   useEffect(() => {
     let gone = false;
-    const to = Date.now();
-    const from = to - RANGES.find(([r]) => r === range)[1];
-    const window = { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
-    Promise.all([
-      get(`/api/v1/keepalived/clusters/history${query({ key: clusterKey, ...window })}`),
-      get(`/api/v1/keepalived/clusters/availability${query(window)}`),
-    ]).then(([h, a]) => {
-      if (!gone) setData({ range, from, to, intervals: h.intervals, a: a.clusters.find((c) => c.key === clusterKey) });
-    }).catch(() => { if (!gone) setData({ range, from, to, intervals: [], a: null, failed: true }); });
-    return () => { gone = true; };
-  }, [clusterKey, range]);
-  const bands = data ? bandsOf(data.intervals) : null;
-  return html`<div class="history" id="history-timeline" data-range=${data?.range || ''}>
+    const t = setTimeout(() => {
+      const to = Date.now();
+      const from = to - RANGES.find(([r]) => r === range)[1];
+      const window = { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+      Promise.all([
+        get(`/api/v1/keepalived/clusters/history${query({ key: clusterKey, ...window })}`),
+        get(`/api/v1/keepalived/clusters/availability${query({ key: clusterKey, ...window })}`),
+      ]).then(([h, a]) => {
+        if (!gone) {
+          setData({ range, to, intervals: h.intervals, recordedSince: h.recordedSince ?? null,
+            a: a.clusters.find((c) => c.key === clusterKey) });
+        }
+      }).catch(() => {
+        if (!gone) setData((d) => ({ ...(d?.range === range ? d : { range, to, intervals: [], recordedSince: null, a: null }), failed: true }));
+      });
+    }, data?.range === range ? 300 : 0);
+    return () => { gone = true; clearTimeout(t); };
+  }, [clusterKey, range, version]);
+  const ready = data && data.range === range;
+  // The range ends now (the 15 s clock), or at the fetch if that is later.
+  const to = ready ? Math.max(S.now.value, data.to) : 0;
+  const from = to - RANGES.find(([r]) => r === range)[1];
+  const drawn = ready ? timelineOf({ intervals: data.intervals, recordedSince: data.recordedSince,
+    events: events || [], from, to }) : null;
+  const before = ready && (!data.recordedSince || Date.parse(data.recordedSince) > from);
+  return html`<div class="history" id="history-timeline" data-range=${ready ? range : ''}
+      data-recorded-since=${ready ? data.recordedSince || '' : ''}>
     <div class="row" role="group" aria-label="Time range">
       ${RANGES.map(([r]) => html`<button type="button" data-range=${r} class=${r === range ? 'active' : 'ghost'}
         aria-pressed=${r === range} onClick=${() => setRange(r)}>${r.replace('h', ' h').replace('d', ' d')}</button>`)}
     </div>
-    ${!data || data.range !== range ? html`<p class="muted">Loading…</p>`
-      : html`<${MasterTimeline} id="history-chart" label=${`Who was master when, last ${range}`} from=${data.from} to=${data.to}
-          hosts=${bands.hosts} intervals=${bands.bars} incidents=${bands.incidents} />
-        <p class="muted">From the cluster history; time with no record was not observed (before the cluster was seen, or the server was stopped).${data.failed ? ' The history could not be loaded.' : ''}</p>
+    ${!ready ? html`<p class="muted">Loading…</p>`
+      : html`<${MasterTimeline} id="master-timeline" label=${`Who was master when, last ${range}`} from=${from} to=${to}
+          hosts=${hosts} intervals=${drawn.bars} incidents=${drawn.incidents} />
+        <p class="muted">From the cluster history${before ? `; before it began${data.recordedSince
+          ? ` (${new Date(data.recordedSince).toLocaleString()})` : ''}, from the cluster's stored events` : ''}.
+          Time with no record was not observed (before anything was recorded, or while the server was stopped).${data.failed
+          ? ' The history could not be refreshed.' : ''}</p>
         <${Figures} a=${data.a} />`}
   </div>`;
 }

@@ -1,17 +1,15 @@
-// Cluster detail: members, addresses a member lacks, keepalived counters side by
-// side, the cluster's own activity, and the timeline of who was master when
-// over the last 24 hours (from the stored cluster events, drawn by timeline.js).
+// Cluster detail: members, addresses a member lacks, the one timeline of who
+// was master when (24 h / 7 d / 30 d, from the cluster history, with the
+// cluster's stored events before it began) with the availability figures,
+// keepalived counters side by side, and the cluster's own activity.
 import { useEffect, useState } from 'preact/hooks';
 import { html, Health } from '../ui.js';
-import { MasterTimeline, fromClusterEvents } from '../timeline.js';
 import * as S from '../state.js';
 import { get, query } from '../api.js';
 import { byPriority, explain, hostOf, MemberRow } from './clusters.js';
 import { EventRow } from './activity.js';
 import { HistoryPanel } from './availability.js';
 import { SilenceAction, SilencedBanner } from './silences.js';
-
-const DAY = 24 * 3600 * 1000;
 
 // The cluster's stored events ({list, error}); a failed fetch is said, not
 // shown as "no events" (the last list stays, marked as not refreshed).
@@ -28,18 +26,6 @@ function useClusterEvents(key) {
     return () => { gone = true; clearTimeout(t); };
   }, [key, version]);
   return state;
-}
-
-function Timeline({ events, cluster }) {
-  // `now` ticks every 15 s; an event newer than the tick (or from a server
-  // clock a little ahead) still shows.
-  const newest = Math.max(0, ...events.map((e) => Date.parse(e.occurredAt)).filter((t) => !Number.isNaN(t)));
-  const to = Math.max(S.now.value, newest);
-  const from = to - DAY;
-  const { intervals, incidents } = fromClusterEvents(events, to);
-  return html`<${MasterTimeline} id="master-timeline" label="Who was master when, last 24 hours"
-    from=${from} to=${to} hosts=${byPriority(cluster.members).map(hostOf)}
-    intervals=${intervals} incidents=${incidents} />`;
 }
 
 const COUNTERS = ['advertisements_sent', 'advertisements_received', 'became_master', 'released_master',
@@ -105,11 +91,9 @@ export function ClusterDetail({ id }) {
     ${lacking.length > 0 && html`<h2>Addresses a member lacks</h2><ul class="vip-mismatch">
       ${lacking.map(({ m, missing }) => html`<li><strong>${hostOf(m)}</strong> lacks ${missing.join(', ')}</li>`)}
     </ul>`}
-    <h2>Master over the last 24 hours</h2>
+    <h2>Master and availability</h2>
     ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}
-    ${events ? html`<${Timeline} events=${events} cluster=${cluster} />` : !error && html`<p class="muted">Loading…</p>`}
-    <h2>History and availability</h2>
-    <${HistoryPanel} clusterKey=${cluster.key} />
+    <${HistoryPanel} clusterKey=${cluster.key} hosts=${byPriority(cluster.members).map(hostOf)} events=${events} />
     <h2>Counters</h2>
     <${Counters} cluster=${cluster} />
     <h2>Activity of this cluster</h2>

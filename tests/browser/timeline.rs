@@ -1,7 +1,8 @@
-//! The master timeline (`static/timeline.js`, drawn with uPlot) against stored
-//! history: lanes per host, the bar where a host was master, the incident
-//! window, unrecorded time, the tooltip's exact times and the painted canvas in
-//! both themes.
+//! The master timeline (`static/timeline.js`, drawn with uPlot) of the cluster
+//! detail, against stored cluster events from before the cluster history began
+//! and the history after: lanes per host, the bar where a host was master, the
+//! incident window, unrecorded time, the tooltip's exact times and the painted
+//! canvas in both themes.
 
 use crate::harness::{Auth, Server, ADMIN_PASSWORD};
 use crate::screens::urlencode;
@@ -164,6 +165,39 @@ fn the_master_timeline_draws_stored_history_with_uplot() {
             .unwrap()
             .contains("no record before"),
         "{facts}"
+    );
+    // One timeline: the events are drawn only up to where the cluster history
+    // began (the agents' first sighting, moments ago); from there the history's
+    // open interval, lb-a master until now.
+    let figures = b.js(
+        "return document.querySelectorAll('figure.timeline').length",
+        json!([]),
+    );
+    assert_eq!(figures, 1);
+    let since = b.js(
+        "return document.querySelector('#history-timeline').dataset.recordedSince",
+        json!([]),
+    );
+    let since = chrono::DateTime::parse_from_rfc3339(since.as_str().unwrap_or_default())
+        .expect("the history began")
+        .timestamp_millis() as f64;
+    assert!(to - since < 120_000.0, "{since} vs {to}");
+    let lb_a = b.js(
+        "return [...document.querySelectorAll('#master-timeline tr.master-interval')]
+           .filter(r => r.dataset.host === 'lb-a').map(r => [+r.dataset.from, +r.dataset.to])",
+        json!([]),
+    );
+    let spans = lb_a.as_array().unwrap();
+    assert!(
+        spans
+            .iter()
+            .any(|s| near(&s[0], 12.5) && s[1].as_f64() == Some(since)),
+        "the events' lb-a ends where the history begins: {lb_a}"
+    );
+    assert!(
+        spans.iter().any(|s| s[0].as_f64() == Some(since))
+            && spans.iter().any(|s| s[1].as_f64() == Some(to)),
+        "the history's lb-a from its start until now: {lb_a}"
     );
 
     // Pointing at lb-b's bar: the tooltip names it with exact times, and the

@@ -1,12 +1,16 @@
 //! Cluster history (issue 20) through the real server run in-process on a driven
 //! clock: intervals written as changes are confirmed, what a restart in the middle
-//! of an incident leaves, the availability endpoint, and its query validation.
+//! of an incident leaves, the availability endpoint, and its query validation;
+//! the figures (answered from the history held in memory) against the pure
+//! arithmetic over the table's rows, after a restart, live writes, a cluster's
+//! key change and a trim.
 
 use crate::harness::*;
-use chrono::{DateTime, Duration as Span, Utc};
+use chrono::{DateTime, Duration as Span, TimeZone, Utc};
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use vrrp_monitor::clock::Clock;
+use vrrp_monitor::clusters::history::{self, availability::availability};
 
 fn cluster_events(server: &Server, admin: &str) -> Vec<Value> {
     let list = server.get("/api/v1/activity", Auth::Cookie(admin)).body;
@@ -263,4 +267,322 @@ fn history_queries_are_validated_naming_the_parameter() {
     );
     assert_eq!(empty.status, 200);
     assert_eq!(empty.body["clusters"], serde_json::json!([]));
+}
+
+/// Every row of the table by key, as the old handler read them (open ones end
+/// now): what the figures must be computed from.
+fn table(launch: &Launch, now_ms: i64) -> Vec<(String, Vec<history::Interval>)> {
+    let conn = rusqlite::Connection::open(launch.data_dir().join("vrrp-monitor.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT key, from_ms, to_ms, open, masters, health, incident_id FROM cluster_history ORDER BY key, from_ms")
+        .unwrap();
+    let mut out: Vec<(String, Vec<history::Interval>)> = Vec::new();
+    let rows = stmt
+        .query_map([], |r| {
+            let open = r.get::<_, i64>(3)? != 0;
+            let to: i64 = r.get(2)?;
+            Ok((
+                r.get::<_, String>(0)?,
+                history::Interval {
+                    from_ms: r.get(1)?,
+                    to_ms: if open { now_ms.max(to) } else { to },
+                    open,
+                    masters: std::sync::Arc::new(history::Masters::from_text(
+                        &r.get::<_, String>(4)?,
+                    )),
+                    health: history::HistoryHealth::parse(&r.get::<_, String>(5)?).unwrap(),
+                    incident: r.get::<_, Option<String>>(6)?.map(|s| s.as_str().into()),
+                },
+            ))
+        })
+        .unwrap();
+    for row in rows {
+        let (key, interval) = row.unwrap();
+        match out.last_mut() {
+            Some((k, list)) if *k == key => list.push(interval),
+            _ => out.push((key, vec![interval])),
+        }
+    }
+    out
+}
+
+/// The answer the figures must be: the pure arithmetic over each cluster's whole
+/// history in the table, for every cluster with an interval in the window.
+fn expected(rows: &[(String, Vec<history::Interval>)], from: i64, to: i64, now: i64) -> Value {
+    let listed = |list: &[history::Interval]| {
+        list.iter()
+            .any(|i| i.from_ms < to && (i.to_ms > from || i.open))
+    };
+    let answer = Value::Array(
+        rows.iter()
+            .filter(|(_, list)| listed(list))
+            .map(|(key, list)| availability(list, from, to.min(now.max(from))).to_json(key))
+            .collect(),
+    );
+    // Through the same text and parser as the server's answer (serde_json reads
+    // the last digit of a float as it may).
+    serde_json::from_str(&answer.to_string()).unwrap()
+}
+
+fn figures(server: &Server, admin: &str, from: i64, to: i64) -> Value {
+    let t = |ms: i64| iso(Utc.timestamp_millis_opt(ms).unwrap());
+    let a = server.get(
+        &format!(
+            "/api/v1/keepalived/clusters/availability?from={}&to={}",
+            t(from),
+            t(to)
+        ),
+        Auth::Cookie(admin),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.body["clusters"].clone()
+}
+
+/// Ten days of three clusters, from a small random walk: master changes on UTC
+/// midnights and inside days, incidents across midnight with a restart gap
+/// inside, time nobody watched, intervals of no length; the last one open (the
+/// server stopped while it held).
+fn seed(launch: &Launch, base: i64) -> i64 {
+    const HOUR: i64 = 3_600_000;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |n: i64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as i64
+    };
+    let conn = rusqlite::Connection::open(launch.data_dir().join("vrrp-monitor.db")).unwrap();
+    let end = base + 10 * DAY_MS;
+    for k in 0..3 {
+        let key = format!("dc-{k}|{}|10.{k}.0.0/24", 10 + k);
+        let hosts = [
+            format!("[[\"id-{k}-a\",\"lb-{k}-a\"]]"),
+            format!("[[\"id-{k}-b\",\"lb-{k}-b\"]]"),
+        ];
+        let both = format!("[[\"id-{k}-a\",\"lb-{k}-a\"],[\"id-{k}-b\",\"lb-{k}-b\"]]");
+        let (mut t, mut master, mut n) = (base + next(6 * HOUR), 0usize, 0);
+        let put = |from: i64, to: i64, masters: &str, health: &str, incident: Option<String>| {
+            conn.execute(
+                "INSERT INTO cluster_history (key, from_ms, to_ms, open, masters, health, incident_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                rusqlite::params![key, from, to, (to >= end) as i64, masters, health, incident],
+            )
+            .unwrap();
+        };
+        while t < end {
+            n += 1;
+            let midnight = (t / DAY_MS + 1) * DAY_MS;
+            match next(5) {
+                // Master until midnight, the other one from midnight.
+                0 => {
+                    let to = midnight.min(end);
+                    put(t, to, &hosts[master], "ok", None);
+                    master = 1 - master;
+                    t = to;
+                }
+                // An incident from late evening past midnight, the server away inside it.
+                1 => {
+                    let id = format!("inc-{k}-{n}");
+                    let (a, b) = (midnight - next(3 * HOUR) - 1, midnight + next(3 * HOUR));
+                    put(t, a, &hosts[master], "ok", None);
+                    put(a, b.min(end), "[]", "no-master", Some(id.clone()));
+                    let resumed = b + 1 + next(HOUR);
+                    if resumed + HOUR < end {
+                        put(resumed, resumed + HOUR, &both, "split-brain", Some(id));
+                        t = resumed + HOUR;
+                        master = 1 - master;
+                    } else {
+                        t = end;
+                    }
+                }
+                // A change inside the day, sometimes of no length first.
+                2 => {
+                    let to = (t + 1 + next(20 * HOUR)).min(end);
+                    if next(2) == 0 {
+                        put(t, t, "[]", "unreachable", None);
+                        t += 1;
+                    }
+                    put(
+                        t,
+                        to.max(t),
+                        &hosts[master],
+                        "degraded",
+                        Some(format!("inc-{k}-{n}")),
+                    );
+                    t = to.max(t);
+                }
+                // Time nobody watched.
+                3 => t += 1 + next(2 * HOUR),
+                _ => {
+                    let to = (t + 1 + next(30 * HOUR)).min(end);
+                    master = 1 - master;
+                    put(t, to, &hosts[master], "ok", None);
+                    t = to;
+                }
+            }
+        }
+        // The last one holds until the stop.
+        put(t, end, &hosts[master], "ok", None);
+    }
+    end
+}
+
+const DAY_MS: i64 = 86_400_000;
+
+#[test]
+fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_and_trim() {
+    let base = (Utc::now().timestamp_millis() / DAY_MS - 12) * DAY_MS;
+    let launch = Launch::new();
+    let (server, _) = launch.start_in_process_at(Utc.timestamp_millis_opt(base).unwrap());
+    let mut launch = server.stop_in_process();
+    let stopped = seed(&launch, base);
+    // Started again ten minutes after the last interval was seen holding: the
+    // restart rule closes it there.
+    let now = stopped + 600_000;
+    launch.port = free_port();
+    let (server, clock) = launch.start_in_process_at(Utc.timestamp_millis_opt(now).unwrap());
+    let admin = server.admin();
+    let rows = table(&server.launch, now);
+    assert_eq!(rows.len(), 3);
+    assert!(
+        rows.iter().all(|(_, l)| l.iter().all(|i| !i.open)),
+        "closed at start"
+    );
+    assert!(rows.iter().map(|(_, l)| l.len()).sum::<usize>() > 30);
+    let mut windows = vec![(base, now), (base - DAY_MS, now + DAY_MS)];
+    for d in 0..11 {
+        let midnight = base + d * DAY_MS;
+        windows.push((midnight, midnight + DAY_MS));
+        windows.push((midnight + DAY_MS / 2, midnight + 2 * DAY_MS + 1));
+        windows.push((midnight - 1, midnight + 3 * DAY_MS));
+    }
+    // Windows on the seams themselves.
+    for (_, list) in &rows {
+        for i in list.iter().step_by(3) {
+            windows.push((i.from_ms, i.to_ms.max(i.from_ms + 1)));
+            windows.push((i.from_ms + 1, i.to_ms + DAY_MS));
+            windows.push((i.to_ms, i.to_ms + 7 * DAY_MS));
+        }
+    }
+    let check = |server: &Server, rows: &[(String, Vec<history::Interval>)], now: i64| {
+        for &(from, to) in &windows {
+            assert_eq!(
+                figures(server, &admin, from, to),
+                expected(rows, from, to, now),
+                "window {from}..{to}"
+            );
+        }
+    };
+    check(&server, &rows, now);
+    // One cluster's figures alone, and where its stored history begins.
+    let (key0, list0) = &rows[1];
+    let enc = key0.replace('|', "%7C").replace('/', "%2F");
+    let t = |ms: i64| iso(Utc.timestamp_millis_opt(ms).unwrap());
+    let one = server.get(
+        &format!(
+            "/api/v1/keepalived/clusters/availability?key={enc}&from={}&to={}",
+            t(base),
+            t(now)
+        ),
+        Auth::Cookie(&admin),
+    );
+    assert_eq!(
+        one.body["clusters"],
+        Value::Array(vec![expected(&rows, base, now, now)[1].clone()])
+    );
+    let h = server.get(
+        &format!(
+            "/api/v1/keepalived/clusters/history?key={enc}&from={}&to={}",
+            t(now - DAY_MS),
+            t(now)
+        ),
+        Auth::Cookie(&admin),
+    );
+    assert_eq!(
+        h.body["recordedSince"],
+        iso(Utc.timestamp_millis_opt(list0[0].from_ms).unwrap()).replace("%2B", "+")
+    );
+    let seeded = figures(&server, &admin, base, now);
+    assert!(
+        seeded
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["masterChanges"].as_u64() > Some(2)
+                && c["incidents"]["count"].as_u64() > Some(2)
+                && c["unobservedSeconds"].as_f64() > Some(600.0)),
+        "{seeded}"
+    );
+
+    // A live cluster: its open interval is written and held as it goes.
+    let a = server.register_agent(&admin, "lb-a");
+    let b = server.register_agent(&admin, "lb-b");
+    let mut wa = server.connect_agent(&a);
+    let mut wb = server.connect_agent(&b);
+    send_in_order(
+        &server,
+        &admin,
+        vec![
+            (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
+            (&mut wb, &b, reading(&[("VI_1", "BACKUP")])),
+        ],
+    );
+    let live = eventually("the live cluster has no history", || {
+        let now = clock.now().timestamp_millis();
+        let rows = table(&server.launch, now);
+        (rows.len() == 4).then_some(rows)
+    });
+    let now = clock.now().timestamp_millis();
+    assert!(live.iter().any(|(k, l)| k == KEY && l.last().unwrap().open));
+    check(&server, &live, now);
+
+    // The pair moves to another site: a new key and a history of its own; the
+    // old key's interval ends and stays readable under it.
+    for agent in [&a, &b] {
+        let put = server.put(
+            &format!("/api/v1/clients/{}", agent.id),
+            Auth::Cookie(&admin),
+            r#"{"site": "dc-9"}"#,
+        );
+        assert_eq!(put.status, 200, "{}", put.body);
+    }
+    let moved = eventually("the moved pair has no history of its own", || {
+        let now = clock.now().timestamp_millis();
+        let rows = table(&server.launch, now);
+        let last_open = |key: &str| {
+            rows.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, l)| l.last().unwrap().open)
+        };
+        (last_open(KEY) == Some(false) && last_open("dc-9|51|192.0.2.0/24") == Some(true))
+            .then_some(rows)
+    });
+    let now = clock.now().timestamp_millis();
+    check(&server, &moved, now);
+
+    // Retention of three days: the older intervals go from the table and from
+    // the figures alike.
+    let put = server.put(
+        "/api/v1/settings/cleanup",
+        Auth::Cookie(&admin),
+        r#"{"history_retention_days": 3}"#,
+    );
+    assert_eq!(put.status, 200, "{}", put.body);
+    let run = server.post(
+        "/api/v1/settings/cleanup/notifications",
+        Auth::Cookie(&admin),
+        "",
+    );
+    assert_eq!(run.status, 200, "{}", run.body);
+    let trimmed = table(&server.launch, now);
+    let count = |rows: &[(String, Vec<history::Interval>)]| {
+        rows.iter().map(|(_, l)| l.len()).sum::<usize>()
+    };
+    assert!(
+        count(&trimmed) < count(&live) / 2,
+        "{} of {}",
+        count(&trimmed),
+        count(&live)
+    );
+    check(&server, &trimmed, now);
+    drop((wa, wb));
 }

@@ -31,8 +31,19 @@ pub struct Availability {
 }
 
 /// Sums one cluster's intervals (sorted by start, not overlapping) over
-/// `[from_ms, to_ms)`.
+/// `[from_ms, to_ms)`. Given the cluster's whole history, an interval starting in
+/// the window is compared with the one before it wherever that one lies.
 pub fn availability(intervals: &[Interval], from_ms: i64, to_ms: i64) -> Availability {
+    availability_of(intervals, from_ms, to_ms)
+}
+
+/// [`availability`] over intervals from anywhere (the mirror's stored ones with
+/// its open one ended now), in the same order.
+pub fn availability_of<'a>(
+    intervals: impl IntoIterator<Item = &'a Interval>,
+    from_ms: i64,
+    to_ms: i64,
+) -> Availability {
     let mut a = Availability {
         window_ms: (to_ms - from_ms).max(0),
         ..Availability::default()
@@ -47,7 +58,11 @@ pub fn availability(intervals: &[Interval], from_ms: i64, to_ms: i64) -> Availab
         }
         if let Some(p) = previous {
             let starts_inside = i.from_ms >= from_ms;
-            if starts_inside && i.masters.ids.len() == 1 && p.masters.ids != i.masters.ids {
+            if starts_inside
+                && i.masters.ids.len() == 1
+                && !Arc::ptr_eq(&p.masters, &i.masters)
+                && p.masters.ids != i.masters.ids
+            {
                 a.master_changes += 1;
             }
         }

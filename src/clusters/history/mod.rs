@@ -4,9 +4,10 @@
 //!
 //! The `cluster-eval` thread writes them as the evaluator confirms changes: a
 //! [`Book`] (pure) turns each confirmed state into the writes that close the
-//! open interval and open the next; [`store`] carries them out and reads them
-//! back; [`availability`] (pure) sums a window of intervals into the figures
-//! operators ask for. A cluster whose key changes (site or network edited) is a
+//! open interval and open the next; [`store`] carries them out, in the table
+//! and (once committed) in the [`mirror`] (pure), the copy in memory the
+//! endpoints read; [`availability`] (pure) sums a window of intervals into the
+//! figures operators ask for. A cluster whose key changes (site or network edited) is a
 //! new cluster: its old key's intervals are closed and stay readable under it.
 //!
 //! Restart rule: an open interval's end is touched every
@@ -18,6 +19,9 @@
 //! its id on both sides.
 
 pub mod availability;
+pub mod mirror;
+#[cfg(test)]
+mod mirror_tests;
 pub mod store;
 #[cfg(test)]
 mod tests;
