@@ -18,6 +18,11 @@
 //! with no thread parked, tiny_http spawns a new one for that connection, which
 //! ends at once, and the new thread goes on to take a queued connection.
 //!
+//! Running out of descriptors must not blind it: listing `/proc/self/fd` takes a
+//! descriptor, so the tracker keeps one in reserve (`/dev/null`) and spends it
+//! when a listing fails, then takes it back. Its count of open descriptors is
+//! what the `http-listen` thread waits on before it accepts again.
+//!
 //! It also names tiny_http's threads (`http-accept`, `http-conn`), which inherit
 //! the name of the thread that created them, so a thread dump reads like the map.
 
@@ -27,7 +32,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -102,6 +107,15 @@ pub struct ConnTracker {
     seen: Mutex<HashMap<SocketAddr, Vec<RawFd>>>,
     /// The descriptor limit in force (0: unknown).
     limit: AtomicU64,
+    /// Descriptors open at the last scan (`usize::MAX`: that scan failed).
+    descriptors: AtomicUsize,
+    /// Scans done so far: a count taken after an event says whether the figure
+    /// above is from after it.
+    scans: AtomicU64,
+    /// One descriptor held back so that a scan can list `/proc/self/fd` when the
+    /// process has no other left (the idle connections it then closes are what
+    /// frees descriptors).
+    reserve: Mutex<Option<std::fs::File>>,
 }
 
 /// Marks a peer's connection busy while alive (a request, or an upgraded socket).
@@ -248,7 +262,37 @@ impl ConnTracker {
             high_water: AtomicI32::new(0),
             seen: Mutex::new(HashMap::new()),
             limit: AtomicU64::new(0),
+            descriptors: AtomicUsize::new(usize::MAX),
+            scans: AtomicU64::new(0),
+            reserve: Mutex::new(take_reserve()),
         }
+    }
+
+    /// How many scans have been done (see [`Self::descriptors_left`]).
+    pub fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Acquire)
+    }
+
+    /// Descriptors left below the limit at the last scan; `None` when unknown
+    /// (no limit known, or the scan could not list them).
+    pub fn descriptors_left(&self) -> Option<u64> {
+        let limit = self.limit.load(Ordering::Relaxed);
+        let open = self.descriptors.load(Ordering::Relaxed);
+        (limit > 0 && open != usize::MAX).then(|| limit.saturating_sub(open as u64))
+    }
+
+    /// Lists our descriptors, spending the reserve when the process has none left
+    /// for the listing, and taking it back afterwards.
+    fn list_descriptors(&self) -> Option<Vec<RawFd>> {
+        let listed = sockets::open_descriptors().ok().or_else(|| {
+            drop(self.reserve.lock().take());
+            sockets::open_descriptors().ok()
+        });
+        let mut reserve = self.reserve.lock();
+        if reserve.is_none() {
+            *reserve = take_reserve();
+        }
+        listed
     }
 
     /// The descriptor limit the reaper measures pressure against.
@@ -268,7 +312,13 @@ impl ConnTracker {
     /// Accepted sockets of our port that no upgraded socket holds: (descriptor,
     /// peer); also how many descriptors are open.
     fn scan(&self) -> (Vec<(RawFd, SocketAddr)>, usize) {
-        let fds = sockets::open_descriptors();
+        let listed = self.list_descriptors();
+        let count = listed.as_ref().map_or(usize::MAX, Vec::len);
+        self.descriptors.store(count, Ordering::Relaxed);
+        self.scans.fetch_add(1, Ordering::Release);
+        let Some(fds) = listed else {
+            return (Vec::new(), 0);
+        };
         if let Some(&max) = fds.iter().max() {
             self.high_water.store(max, Ordering::Relaxed);
         }
@@ -381,6 +431,11 @@ pub fn name_inherited_threads(accept_tid: Option<i32>, seen: &mut HashSet<i32>) 
         }
     }
     *seen = now;
+}
+
+/// The reserve descriptor (see [`ConnTracker`]).
+fn take_reserve() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
 }
 
 pub const ACCEPT_THREAD: &str = "http-accept";

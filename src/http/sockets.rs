@@ -18,13 +18,13 @@ use std::os::fd::RawFd;
 /// above the highest one seen.
 const SLACK: RawFd = 512;
 
-/// The descriptors of this process now (one `/proc/self/fd` read).
-pub fn open_descriptors() -> Vec<RawFd> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
-        return Vec::new();
-    };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
-        .collect()
+/// The descriptors of this process now (one `/proc/self/fd` read). Listing
+/// needs a descriptor itself: with none left this fails (EMFILE).
+pub fn open_descriptors() -> std::io::Result<Vec<RawFd>> {
+    let dir = std::fs::read_dir("/proc/self/fd")?;
+    Ok(dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<RawFd>().ok())
+        .collect())
 }
 
 /// Every descriptor of our accepted socket from `peer` (tiny_http holds two),
@@ -65,7 +65,7 @@ pub fn find(
     if !found.is_empty() {
         return (found, others);
     }
-    look(&mut open_descriptors().into_iter())
+    look(&mut open_descriptors().unwrap_or_default().into_iter())
 }
 
 /// The peer of `fd` when it is a connected socket whose local port is `port`.
