@@ -20,8 +20,12 @@
 //!
 //! Running out of descriptors must not blind it: listing `/proc/self/fd` takes a
 //! descriptor, so the tracker keeps one in reserve (`/dev/null`) and spends it
-//! when a listing fails, then takes it back. Its count of open descriptors is
-//! what the `http-listen` thread waits on before it accepts again.
+//! when a listing fails, then takes it back. Its counts of open descriptors and
+//! threads are what the `http-listen` thread waits on before it accepts again.
+//! Threads are the other limit: every connection holds one of tiny_http's, and
+//! past the thread ceiling ([`super::sockets::thread_ceiling`]) the process
+//! aborts; near it idle connections are closed at once, as near the descriptor
+//! limit.
 //!
 //! It also names tiny_http's threads (`http-accept`, `http-conn`), which inherit
 //! the name of the thread that created them, so a thread dump reads like the map.
@@ -49,8 +53,12 @@ pub struct IdlePolicy {
     pub pressed: Duration,
     pub pressure_above: usize,
     /// Share of the descriptor limit in use above which idle connections are
-    /// closed at once: running out stops tiny_http's accept thread for good.
+    /// closed at once: running out stops tiny_http's accept thread (the
+    /// `http-listen` thread starts another once there is room).
     pub descriptor_share: f64,
+    /// The same for threads against the thread ceiling: past that the process
+    /// aborts, so it must never be reached.
+    pub thread_share: f64,
 }
 
 impl Default for IdlePolicy {
@@ -62,6 +70,7 @@ impl Default for IdlePolicy {
             pressed: Duration::from_secs(1),
             pressure_above: 512,
             descriptor_share: 0.6,
+            thread_share: 0.6,
         }
     }
 }
@@ -87,6 +96,10 @@ pub struct Reaped {
     /// Descriptors open, and whether that is above the policy's share of the limit.
     pub descriptors: usize,
     pub descriptor_pressure: bool,
+    /// Threads of the process, and whether that is above the policy's share of
+    /// the thread ceiling.
+    pub threads: usize,
+    pub thread_pressure: bool,
 }
 
 /// What the HTTP workers tell the reaper: which connections are busy.
@@ -109,6 +122,10 @@ pub struct ConnTracker {
     limit: AtomicU64,
     /// Descriptors open at the last scan (`usize::MAX`: that scan failed).
     descriptors: AtomicUsize,
+    /// The thread ceiling (0: unknown), and threads at the last scan
+    /// (`usize::MAX`: unknown).
+    thread_limit: AtomicU64,
+    threads: AtomicUsize,
     /// Scans done so far: a count taken after an event says whether the figure
     /// above is from after it.
     scans: AtomicU64,
@@ -209,7 +226,8 @@ impl ConnView {
 }
 
 /// The reaper's rule, without I/O. `open`: connections without a request in
-/// flight; `descriptor_pressure`: the process is near its descriptor limit.
+/// flight; `descriptor_pressure`: the process is near its descriptor or thread
+/// limit.
 pub fn should_close(
     conn: ConnView,
     open: usize,
@@ -264,8 +282,23 @@ impl ConnTracker {
             limit: AtomicU64::new(0),
             descriptors: AtomicUsize::new(usize::MAX),
             scans: AtomicU64::new(0),
+            thread_limit: AtomicU64::new(0),
+            threads: AtomicUsize::new(usize::MAX),
             reserve: Mutex::new(take_reserve()),
         }
+    }
+
+    /// The thread ceiling the reaper measures pressure against.
+    pub fn set_thread_limit(&self, limit: u64) {
+        self.thread_limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Whether the last scan found the threads above `share` of the ceiling
+    /// (`false` when unknown).
+    pub fn threads_above(&self, share: f64) -> bool {
+        let limit = self.thread_limit.load(Ordering::Relaxed);
+        let threads = self.threads.load(Ordering::Relaxed);
+        limit > 0 && threads != usize::MAX && threads as f64 > limit as f64 * share
     }
 
     /// How many scans have been done (see [`Self::descriptors_left`]).
@@ -284,15 +317,21 @@ impl ConnTracker {
     /// Lists our descriptors, spending the reserve when the process has none left
     /// for the listing, and taking it back afterwards.
     fn list_descriptors(&self) -> Option<Vec<RawFd>> {
-        let listed = sockets::open_descriptors().ok().or_else(|| {
+        self.with_reserve(sockets::open_descriptors)
+    }
+
+    /// Runs a look at `/proc` (it opens a file), again with the reserve spent if
+    /// it failed, and takes the reserve back afterwards.
+    fn with_reserve<T>(&self, look: impl Fn() -> std::io::Result<T>) -> Option<T> {
+        let found = look().ok().or_else(|| {
             drop(self.reserve.lock().take());
-            sockets::open_descriptors().ok()
+            look().ok()
         });
         let mut reserve = self.reserve.lock();
         if reserve.is_none() {
             *reserve = take_reserve();
         }
-        listed
+        found
     }
 
     /// The descriptor limit the reaper measures pressure against.
@@ -344,6 +383,10 @@ impl ConnTracker {
         let limit = self.limit.load(Ordering::Relaxed);
         let descriptor_pressure =
             limit > 0 && descriptors as f64 > limit as f64 * policy.descriptor_share;
+        let threads = self.with_reserve(sockets::thread_count);
+        self.threads
+            .store(threads.unwrap_or(usize::MAX), Ordering::Relaxed);
+        let thread_pressure = self.threads_above(policy.thread_share);
         let mut t = self.tracked.lock();
         let present: HashSet<SocketAddr> = sockets.iter().map(|s| s.1).collect();
         t.first_seen.retain(|p, _| present.contains(p));
@@ -374,7 +417,12 @@ impl ConnTracker {
                 // registrations). The upgrade path checks its own descriptor.
                 hung_up: false,
             };
-            if should_close(view, not_busy, descriptor_pressure, policy) {
+            if should_close(
+                view,
+                not_busy,
+                descriptor_pressure || thread_pressure,
+                policy,
+            ) {
                 to_close.push((fd, peer, view.hung_up));
             } else if view.starved(tick) {
                 starved.insert(peer);
@@ -400,6 +448,8 @@ impl ConnTracker {
             starved: starved.len(),
             descriptors,
             descriptor_pressure,
+            threads: threads.unwrap_or(0),
+            thread_pressure,
         }
     }
 }

@@ -49,6 +49,14 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// connection takes two at once, and a generation that starts at the limit dies
 /// on its first connection.
 const HEADROOM: u64 = 64;
+/// Threads must be below this share of the ceiling before a new generation
+/// starts. A dead generation's threads linger in its pool for 5 s after their
+/// connections end (tiny_http's idle timeout), while its successor's pool grows
+/// beside them: starting at once, in a flood of 10,000 reconnecting idle
+/// clients, doubled the threads past the ceiling (16,400 here, from
+/// `vm.max_map_count`) and the process aborted. At a quarter, the successor has
+/// room for the 10,000 connections a 20,000 descriptor limit allows.
+const THREAD_SHARE: f64 = 0.25;
 /// A generation that accepted this long ends the streak (one info line).
 const RECOVERED_AFTER: Duration = Duration::from_secs(10);
 /// How long the warning waits for the failure's reason (the pump may be a
@@ -118,6 +126,9 @@ pub fn start(
     };
     let socket = socket_id(listener.as_raw_fd())
         .ok_or_else(|| io::Error::other("the listen socket cannot be inspected"))?;
+    // tiny_http's only line above debug is "Error accepting new client", once
+    // per failure; `http-listen` says it once per streak instead.
+    crate::logging::mute("tiny_http");
     let first = start_generation(&listener, 0, &shared)?;
     observe_panics(&shared);
     let accept_tid = shared.accept_tid.clone();
@@ -359,6 +370,7 @@ fn supervise(
             || tracker
                 .descriptors_left()
                 .is_some_and(|left| left < HEADROOM)
+            || tracker.threads_above(THREAD_SHARE)
         {
             continue;
         }

@@ -83,6 +83,10 @@ pub fn start(
         tracker.set_descriptor_limit(limit);
         log::debug!("Open descriptor limit: {limit}");
     }
+    if let Some(ceiling) = sockets::thread_ceiling() {
+        tracker.set_thread_limit(ceiling);
+        log::debug!("Thread ceiling: {ceiling}");
+    }
     let listening = listen::start(listener, tracker.clone(), shutdown.clone())?;
     let accept_tid = listening.accept_tid;
 
@@ -133,20 +137,26 @@ pub fn start(
                     );
                 }
                 pressed = idle > policy.pressure_above;
-                if reaped.descriptor_pressure && !short_of_descriptors {
+                let near_a_limit = reaped.descriptor_pressure || reaped.thread_pressure;
+                if near_a_limit && !short_of_descriptors {
                     // Running out comes in bursts (closing frees room, the backlog
                     // fills it again): one warning a minute says it.
                     if pressure_warned.is_none_or(|t: Instant| t.elapsed() >= PRESSURE_WARN_EVERY) {
                         log::warn!(
-                            "{} descriptors open, near the limit: closing idle HTTP connections at once",
-                            reaped.descriptors
+                            "{} descriptors and {} threads open, near a limit: closing idle HTTP connections at once",
+                            reaped.descriptors,
+                            reaped.threads
                         );
                         pressure_warned = Some(Instant::now());
                     } else {
-                        log::debug!("{} descriptors open, near the limit again", reaped.descriptors);
+                        log::debug!(
+                            "{} descriptors and {} threads open, near a limit again",
+                            reaped.descriptors,
+                            reaped.threads
+                        );
                     }
                 }
-                short_of_descriptors = reaped.descriptor_pressure;
+                short_of_descriptors = near_a_limit;
                 if reaped.closed > 0 {
                     log::debug!("Closed {} idle HTTP connections", reaped.closed);
                 }
