@@ -85,6 +85,10 @@ struct Ended {
     generation: u32,
     reason: String,
     fatal: bool,
+    /// Said by tiny_http's queue, which it writes only as its accept thread
+    /// ends. A panic's report is only a reason: that the thread was the accept
+    /// thread is a guess until its clone of the listen socket is seen closed.
+    certain: bool,
 }
 
 /// The parts every generation's threads share.
@@ -164,6 +168,7 @@ fn observe_panics(shared: &Shared) {
                 generation: generation.load(Ordering::Relaxed),
                 reason: format!("the accept thread panicked: {message}"),
                 fatal: false,
+                certain: false,
             });
         } else {
             log::error!("A tiny_http connection thread panicked: {message} (that connection ends)");
@@ -255,6 +260,7 @@ fn pump(server: &tiny_http::Server, n: u32, shared: &Shared, over: &AtomicBool) 
                     generation: n,
                     fatal: listener_unusable(&e),
                     reason: e.to_string(),
+                    certain: true,
                 });
             }
         }
@@ -315,6 +321,7 @@ fn supervise(
     // When the current generation was seen to have ended, and why.
     let mut ended_at: Option<Instant> = None;
     let mut reason: Option<String> = None;
+    let mut certain = false;
     let mut streak: Option<Streak> = None;
     let mut backoff = FIRST_BACKOFF;
     let mut next_attempt = Instant::now();
@@ -328,10 +335,11 @@ fn supervise(
             }
             if e.generation == current.n {
                 reason.get_or_insert(e.reason);
+                certain |= e.certain;
             }
         }
         let now = Instant::now();
-        if ended_at.is_none() && (reason.is_some() || socket_id(current.fd) != Some(socket)) {
+        if ended_at.is_none() && (certain || socket_id(current.fd) != Some(socket)) {
             ended_at = Some(now);
             // The reaper's count from before the failure says nothing.
             scans_at_end = tracker.scans();
@@ -387,6 +395,7 @@ fn supervise(
                 current = next;
                 ended_at = None;
                 reason = None;
+                certain = false;
             }
             Err(e) if listener_unusable(&e) => {
                 crate::fatal!("The HTTP listener failed: {e}");
