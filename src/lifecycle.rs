@@ -4,12 +4,17 @@
 //! - A panic inside [`contain_panics`] (one request, later one WebSocket session)
 //!   is logged and answered there. Any other panic is an uncaught fatal error:
 //!   logged at fatal level, and the process exits with code 1 after 250 ms.
+//! - Except in threads we did not create: a library's threads (tiny_http's accept
+//!   and connection threads) are judged by the observer registered with
+//!   [`on_foreign_panic`], which may let that thread end alone. tiny_http's accept
+//!   thread panics when the process runs out of descriptors between an `accept`
+//!   and the `try_clone` of that socket; the HTTP layer starts a new one.
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 use std::cell::Cell;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 /// A one-way switch every long-lived thread watches.
@@ -94,6 +99,43 @@ pub fn contain_panics<R>(f: impl FnOnce() -> R) -> Option<R> {
     result.ok()
 }
 
+/// Decides about a panic outside [`contain_panics`] in a thread of the kernel name
+/// `comm` (a library's thread inherits its creator's name) and thread id `tid`:
+/// `true` lets that thread end alone (the observer logged what it wants to);
+/// `false` keeps the fatal policy.
+pub type ForeignPanic = dyn Fn(i32, &str, &str) -> bool + Send + Sync;
+
+static FOREIGN: RwLock<Option<Arc<ForeignPanic>>> = RwLock::new(None);
+
+/// Registers the observer for panics in threads named by a library (see the
+/// module docs); a later call replaces it.
+pub fn on_foreign_panic(observer: Arc<ForeignPanic>) {
+    if let Ok(mut slot) = FOREIGN.write() {
+        *slot = Some(observer);
+    }
+}
+
+/// The kernel's name of the calling thread. Read with `prctl`, not from `/proc`:
+/// a panic for want of descriptors must not need one.
+fn kernel_thread_name() -> String {
+    let mut buf = [0u8; 16];
+    // SAFETY: PR_GET_NAME writes at most 16 bytes (NUL included) into the buffer.
+    let rc = unsafe {
+        libc::prctl(
+            libc::PR_GET_NAME,
+            buf.as_mut_ptr() as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    if rc != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
 /// Installs the panic policy described in the module docs.
 pub fn install_panic_hook() {
     panic::set_hook(Box::new(|info| {
@@ -114,6 +156,16 @@ pub fn install_panic_hook() {
                 "Thread {name} panicked{location}: {message} (contained; the server goes on)"
             );
         } else {
+            // A clone of the observer: it may log, and must not run under the lock.
+            let observer = FOREIGN.read().ok().and_then(|o| o.clone());
+            if thread.name().is_none() {
+                if let Some(observer) = observer {
+                    let tid = nix::unistd::gettid().as_raw();
+                    if observer(tid, &kernel_thread_name(), &format!("{message}{location}")) {
+                        return;
+                    }
+                }
+            }
             crate::fatal!("Uncaught panic in thread {name}{location}: {message}");
             std::thread::sleep(Duration::from_millis(250));
             std::process::exit(1);

@@ -59,6 +59,25 @@ fn level_name(level: LogLevel) -> &'static str {
     }
 }
 
+/// Targets (prefixes) whose records are dropped: see [`mute`].
+static MUTED: std::sync::RwLock<Vec<&'static str>> = std::sync::RwLock::new(Vec::new());
+
+/// Drops every record of a dependency's target from now on: for a library
+/// whose lines repeat what our own code reports better (once, not per event).
+pub fn mute(target_prefix: &'static str) {
+    if let Ok(mut muted) = MUTED.write() {
+        if !muted.contains(&target_prefix) {
+            muted.push(target_prefix);
+        }
+    }
+}
+
+fn muted(target: &str) -> bool {
+    MUTED
+        .read()
+        .is_ok_and(|m| m.iter().any(|p| target.starts_with(p)))
+}
+
 /// Installs the logger. Safe to call once per process; later calls are ignored.
 pub fn init(format: LogFormat, level: LogLevel) {
     set_level(level);
@@ -69,6 +88,7 @@ pub fn init(format: LogFormat, level: LogLevel) {
             let ours = meta.target().starts_with("vrrp_monitor") || meta.target() == FATAL;
             ours || meta.level() <= log::Level::Info
         })
+        .filter(|meta| !muted(meta.target()))
         .filter(|meta| {
             let level = current_level();
             if level == LogLevel::Silent {

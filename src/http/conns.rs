@@ -18,6 +18,15 @@
 //! with no thread parked, tiny_http spawns a new one for that connection, which
 //! ends at once, and the new thread goes on to take a queued connection.
 //!
+//! Running out of descriptors must not blind it: listing `/proc/self/fd` takes a
+//! descriptor, so the tracker keeps one in reserve (`/dev/null`) and spends it
+//! when a listing fails, then takes it back. Its counts of open descriptors and
+//! threads are what the `http-listen` thread waits on before it accepts again.
+//! Threads are the other limit: every connection holds one of tiny_http's, and
+//! past the thread ceiling ([`super::sockets::thread_ceiling`]) the process
+//! aborts; near it idle connections are closed at once, as near the descriptor
+//! limit.
+//!
 //! It also names tiny_http's threads (`http-accept`, `http-conn`), which inherit
 //! the name of the thread that created them, so a thread dump reads like the map.
 
@@ -27,7 +36,7 @@ use parking_lot::{Mutex, RwLock};
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,8 +53,12 @@ pub struct IdlePolicy {
     pub pressed: Duration,
     pub pressure_above: usize,
     /// Share of the descriptor limit in use above which idle connections are
-    /// closed at once: running out stops tiny_http's accept thread for good.
+    /// closed at once: running out stops tiny_http's accept thread (the
+    /// `http-listen` thread starts another once there is room).
     pub descriptor_share: f64,
+    /// The same for threads against the thread ceiling: past that the process
+    /// aborts, so it must never be reached.
+    pub thread_share: f64,
 }
 
 impl Default for IdlePolicy {
@@ -57,6 +70,7 @@ impl Default for IdlePolicy {
             pressed: Duration::from_secs(1),
             pressure_above: 512,
             descriptor_share: 0.6,
+            thread_share: 0.6,
         }
     }
 }
@@ -82,6 +96,10 @@ pub struct Reaped {
     /// Descriptors open, and whether that is above the policy's share of the limit.
     pub descriptors: usize,
     pub descriptor_pressure: bool,
+    /// Threads of the process, and whether that is above the policy's share of
+    /// the thread ceiling.
+    pub threads: usize,
+    pub thread_pressure: bool,
 }
 
 /// What the HTTP workers tell the reaper: which connections are busy.
@@ -102,6 +120,19 @@ pub struct ConnTracker {
     seen: Mutex<HashMap<SocketAddr, Vec<RawFd>>>,
     /// The descriptor limit in force (0: unknown).
     limit: AtomicU64,
+    /// Descriptors open at the last scan (`usize::MAX`: that scan failed).
+    descriptors: AtomicUsize,
+    /// The thread ceiling (0: unknown), and threads at the last scan
+    /// (`usize::MAX`: unknown).
+    thread_limit: AtomicU64,
+    threads: AtomicUsize,
+    /// Scans done so far: a count taken after an event says whether the figure
+    /// above is from after it.
+    scans: AtomicU64,
+    /// One descriptor held back so that a scan can list `/proc/self/fd` when the
+    /// process has no other left (the idle connections it then closes are what
+    /// frees descriptors).
+    reserve: Mutex<Option<std::fs::File>>,
 }
 
 /// Marks a peer's connection busy while alive (a request, or an upgraded socket).
@@ -195,7 +226,8 @@ impl ConnView {
 }
 
 /// The reaper's rule, without I/O. `open`: connections without a request in
-/// flight; `descriptor_pressure`: the process is near its descriptor limit.
+/// flight; `descriptor_pressure`: the process is near its descriptor or thread
+/// limit.
 pub fn should_close(
     conn: ConnView,
     open: usize,
@@ -248,7 +280,58 @@ impl ConnTracker {
             high_water: AtomicI32::new(0),
             seen: Mutex::new(HashMap::new()),
             limit: AtomicU64::new(0),
+            descriptors: AtomicUsize::new(usize::MAX),
+            scans: AtomicU64::new(0),
+            thread_limit: AtomicU64::new(0),
+            threads: AtomicUsize::new(usize::MAX),
+            reserve: Mutex::new(take_reserve()),
         }
+    }
+
+    /// The thread ceiling the reaper measures pressure against.
+    pub fn set_thread_limit(&self, limit: u64) {
+        self.thread_limit.store(limit, Ordering::Relaxed);
+    }
+
+    /// Whether the last scan found the threads above `share` of the ceiling
+    /// (`false` when unknown).
+    pub fn threads_above(&self, share: f64) -> bool {
+        let limit = self.thread_limit.load(Ordering::Relaxed);
+        let threads = self.threads.load(Ordering::Relaxed);
+        limit > 0 && threads != usize::MAX && threads as f64 > limit as f64 * share
+    }
+
+    /// How many scans have been done (see [`Self::descriptors_left`]).
+    pub fn scans(&self) -> u64 {
+        self.scans.load(Ordering::Acquire)
+    }
+
+    /// Descriptors left below the limit at the last scan; `None` when unknown
+    /// (no limit known, or the scan could not list them).
+    pub fn descriptors_left(&self) -> Option<u64> {
+        let limit = self.limit.load(Ordering::Relaxed);
+        let open = self.descriptors.load(Ordering::Relaxed);
+        (limit > 0 && open != usize::MAX).then(|| limit.saturating_sub(open as u64))
+    }
+
+    /// Lists our descriptors, spending the reserve when the process has none left
+    /// for the listing, and taking it back afterwards.
+    fn list_descriptors(&self) -> Option<Vec<RawFd>> {
+        self.with_reserve(sockets::open_descriptors)
+    }
+
+    /// Runs a look at `/proc` (it opens a file), again with the reserve spent if
+    /// it failed, and takes the reserve back afterwards.
+    fn with_reserve<T>(&self, look: impl Fn() -> std::io::Result<T>) -> Option<T> {
+        let found = look().ok().or_else(|| {
+            drop(self.reserve.lock().take());
+            look().ok()
+        });
+        let mut reserve = self.reserve.lock();
+        if reserve.is_none() {
+            *reserve = take_reserve();
+        }
+        found
     }
 
     /// The descriptor limit the reaper measures pressure against.
@@ -268,7 +351,13 @@ impl ConnTracker {
     /// Accepted sockets of our port that no upgraded socket holds: (descriptor,
     /// peer); also how many descriptors are open.
     fn scan(&self) -> (Vec<(RawFd, SocketAddr)>, usize) {
-        let fds = sockets::open_descriptors();
+        let listed = self.list_descriptors();
+        let count = listed.as_ref().map_or(usize::MAX, Vec::len);
+        self.descriptors.store(count, Ordering::Relaxed);
+        self.scans.fetch_add(1, Ordering::Release);
+        let Some(fds) = listed else {
+            return (Vec::new(), 0);
+        };
         if let Some(&max) = fds.iter().max() {
             self.high_water.store(max, Ordering::Relaxed);
         }
@@ -294,6 +383,10 @@ impl ConnTracker {
         let limit = self.limit.load(Ordering::Relaxed);
         let descriptor_pressure =
             limit > 0 && descriptors as f64 > limit as f64 * policy.descriptor_share;
+        let threads = self.with_reserve(sockets::thread_count);
+        self.threads
+            .store(threads.unwrap_or(usize::MAX), Ordering::Relaxed);
+        let thread_pressure = self.threads_above(policy.thread_share);
         let mut t = self.tracked.lock();
         let present: HashSet<SocketAddr> = sockets.iter().map(|s| s.1).collect();
         t.first_seen.retain(|p, _| present.contains(p));
@@ -324,7 +417,12 @@ impl ConnTracker {
                 // registrations). The upgrade path checks its own descriptor.
                 hung_up: false,
             };
-            if should_close(view, not_busy, descriptor_pressure, policy) {
+            if should_close(
+                view,
+                not_busy,
+                descriptor_pressure || thread_pressure,
+                policy,
+            ) {
                 to_close.push((fd, peer, view.hung_up));
             } else if view.starved(tick) {
                 starved.insert(peer);
@@ -350,6 +448,8 @@ impl ConnTracker {
             starved: starved.len(),
             descriptors,
             descriptor_pressure,
+            threads: threads.unwrap_or(0),
+            thread_pressure,
         }
     }
 }
@@ -381,6 +481,11 @@ pub fn name_inherited_threads(accept_tid: Option<i32>, seen: &mut HashSet<i32>) 
         }
     }
     *seen = now;
+}
+
+/// The reserve descriptor (see [`ConnTracker`]).
+fn take_reserve() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
 }
 
 pub const ACCEPT_THREAD: &str = "http-accept";

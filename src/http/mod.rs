@@ -1,4 +1,5 @@
-//! The HTTP layer: tiny_http accepts, a pool of `http-worker` threads answers.
+//! The HTTP layer: tiny_http accepts (in generations, see [`listen`]), a pool of
+//! `http-worker` threads answers.
 //!
 //! Invariant: nothing outside `http` touches tiny_http. Handlers validate, call the
 //! domain modules and map their errors to status codes here; a panic in a handler
@@ -12,6 +13,7 @@ pub mod api_silences;
 pub mod api_users;
 pub mod api_webhooks;
 pub mod conns;
+pub mod listen;
 pub mod metrics;
 pub mod request;
 pub mod response;
@@ -27,7 +29,7 @@ pub mod ws_outbound;
 use crate::auth::{self, AuthFailure, Session};
 use crate::lifecycle::{self, Shutdown};
 use conns::{ConnTracker, IdlePolicy};
-use crossbeam_channel::{bounded, Receiver};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 use request::{ReadError, Req};
 use response::{ApiError, ApiResult, Resp};
 use serde_json::json;
@@ -46,13 +48,14 @@ const BACKLOG: i32 = 4096;
 /// How often the reaper looks at the connections: a starved connection waits at
 /// most about this long, a slowloris a tick past its timeout.
 const REAP_TICK: Duration = Duration::from_millis(100);
+/// At most one "near the descriptor limit" warning this often.
+const PRESSURE_WARN_EVERY: Duration = Duration::from_secs(60);
 /// How often tiny_http's new threads are renamed.
 const NAMING_EVERY: Duration = Duration::from_secs(1);
 
 pub struct HttpServer {
     workers: Vec<JoinHandle<()>>,
     done: Receiver<()>,
-    _server: Arc<tiny_http::Server>,
 }
 
 pub fn start(
@@ -75,33 +78,23 @@ pub fn start(
     } else {
         local
     };
-    // tiny_http's accept thread (and the connection threads it spawns) inherit the
-    // name of the thread that creates them; create it from one named for it.
-    let (server, accept_tid) = std::thread::Builder::new()
-        .name(conns::ACCEPT_THREAD.into())
-        .spawn(move || {
-            let me = nix::unistd::gettid().as_raw();
-            let server = tiny_http::Server::from_listener(listener, None);
-            let accept_tid = conns::tids_named(conns::ACCEPT_THREAD)
-                .into_iter()
-                .filter(|&t| t != me)
-                .min();
-            (server, accept_tid)
-        })?
-        .join()
-        .map_err(|_| std::io::Error::other("HTTP server start panicked"))?;
-    let server = Arc::new(server.map_err(|e| std::io::Error::other(e.to_string()))?);
     let tracker = Arc::new(ConnTracker::new(port));
     if let Some(limit) = descriptor_limit {
         tracker.set_descriptor_limit(limit);
         log::debug!("Open descriptor limit: {limit}");
     }
+    if let Some(ceiling) = sockets::thread_ceiling() {
+        tracker.set_thread_limit(ceiling);
+        log::debug!("Thread ceiling: {ceiling}");
+    }
+    let listening = listen::start(listener, tracker.clone(), shutdown.clone())?;
+    let accept_tid = listening.accept_tid;
 
     let (done_tx, done) = bounded(WORKERS);
     let mut workers = Vec::new();
     for i in 0..WORKERS {
-        let (server, app, tracker, shutdown, done_tx) = (
-            server.clone(),
+        let (requests, app, tracker, shutdown, done_tx) = (
+            listening.requests.clone(),
             app.clone(),
             tracker.clone(),
             shutdown.clone(),
@@ -112,13 +105,11 @@ pub fn start(
                 .name(format!("http-worker-{i}"))
                 .spawn(move || {
                     while !shutdown.is_set() {
-                        match server.recv_timeout(Duration::from_millis(200)) {
-                            Ok(Some(rq)) => serve(&app, &tracker, rq),
-                            Ok(None) => {}
-                            Err(e) => {
-                                crate::fatal!("The HTTP listener failed: {e}");
-                                shutdown.trigger();
-                            }
+                        match requests.recv_timeout(Duration::from_millis(200)) {
+                            Ok(rq) => serve(&app, &tracker, rq),
+                            Err(RecvTimeoutError::Timeout) => {}
+                            // Every pump is gone: only at shutdown.
+                            Err(RecvTimeoutError::Disconnected) => break,
                         }
                     }
                     let _ = done_tx.send(());
@@ -133,6 +124,7 @@ pub fn start(
             let policy = IdlePolicy::default();
             let mut pressed = false;
             let mut short_of_descriptors = false;
+            let mut pressure_warned: Option<Instant> = None;
             let mut named = std::collections::HashSet::new();
             let mut last_naming = Instant::now() - NAMING_EVERY;
             while !reaper_shutdown.wait_timeout(REAP_TICK) {
@@ -145,13 +137,26 @@ pub fn start(
                     );
                 }
                 pressed = idle > policy.pressure_above;
-                if reaped.descriptor_pressure && !short_of_descriptors {
-                    log::warn!(
-                        "{} descriptors open, near the limit: closing idle HTTP connections at once",
-                        reaped.descriptors
-                    );
+                let near_a_limit = reaped.descriptor_pressure || reaped.thread_pressure;
+                if near_a_limit && !short_of_descriptors {
+                    // Running out comes in bursts (closing frees room, the backlog
+                    // fills it again): one warning a minute says it.
+                    if pressure_warned.is_none_or(|t: Instant| t.elapsed() >= PRESSURE_WARN_EVERY) {
+                        log::warn!(
+                            "{} descriptors and {} threads open, near a limit: closing idle HTTP connections at once",
+                            reaped.descriptors,
+                            reaped.threads
+                        );
+                        pressure_warned = Some(Instant::now());
+                    } else {
+                        log::debug!(
+                            "{} descriptors and {} threads open, near a limit again",
+                            reaped.descriptors,
+                            reaped.threads
+                        );
+                    }
                 }
-                short_of_descriptors = reaped.descriptor_pressure;
+                short_of_descriptors = near_a_limit;
                 if reaped.closed > 0 {
                     log::debug!("Closed {} idle HTTP connections", reaped.closed);
                 }
@@ -162,17 +167,14 @@ pub fn start(
                     );
                     nudge_pool(self_addr, reaped.starved);
                 }
-                if last_naming.elapsed() >= NAMING_EVERY {
-                    conns::name_inherited_threads(accept_tid, &mut named);
+                let tid = accept_tid.load(std::sync::atomic::Ordering::Relaxed);
+                if last_naming.elapsed() >= NAMING_EVERY && tid != listen::TID_LOOKING {
+                    conns::name_inherited_threads((tid > 0).then_some(tid), &mut named);
                     last_naming = Instant::now();
                 }
             }
         })?;
-    Ok(HttpServer {
-        workers,
-        done,
-        _server: server,
-    })
+    Ok(HttpServer { workers, done })
 }
 
 /// Makes tiny_http's pool spawn `n` threads: each connection to our own port that

@@ -28,6 +28,8 @@ pub struct Launch {
     pub dir: tempfile::TempDir,
     pub env: Vec<(String, String)>,
     pub port: u16,
+    /// RLIMIT_NOFILE (soft and hard) for the child: the server cannot raise it.
+    pub open_files: Option<u64>,
 }
 
 impl Launch {
@@ -37,7 +39,14 @@ impl Launch {
             dir,
             env: vec![("SVC_ADMIN_PASSWORD".into(), ADMIN_PASSWORD.into())],
             port: free_port(),
+            open_files: None,
         }
+    }
+
+    /// Starts the child with at most `n` open descriptors (soft and hard limit).
+    pub fn open_files(mut self, n: u64) -> Launch {
+        self.open_files = Some(n);
+        self
     }
 
     pub fn env(mut self, key: &str, value: &str) -> Launch {
@@ -80,6 +89,24 @@ impl Launch {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(n) = self.open_files {
+            use std::os::unix::process::CommandExt;
+            let lim = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            // SAFETY: runs in the forked child before exec; setrlimit is
+            // async-signal-safe and only reads `lim`, which was copied in.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
         cmd
     }
 

@@ -2,9 +2,11 @@
 //! connections, a slowloris client and a dashboard socket that never reads do
 //! not keep an agent's readings from the dashboards or `/api/health` from
 //! answering; the slowloris is closed after the header timeout. The full-size
-//! run (10,000 idle connections) is `scripts/bench-hostile.sh`.
+//! run (10,000 idle connections) is `scripts/bench-hostile.sh`. And running out
+//! of descriptors for real (a server started with a low open-file limit) stops
+//! accepting only for a while.
 
-use crate::harness::{reading, Auth, Server};
+use crate::harness::{fatal_lines, parse_log, reading, Auth, Launch, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -87,6 +89,103 @@ fn idle_slow_and_deaf_clients_do_not_stop_agents_dashboards_or_health() {
     );
     drop(idle);
     drop(deaf);
+}
+
+/// The open-file limit (soft and hard) of the server in the test below: well
+/// above what it needs idle (about 40), well below what the idle connections
+/// take (two descriptors each in tiny_http).
+const LOW_LIMIT: u64 = 256;
+const TOO_MANY: usize = 400;
+const ACCEPT_FAILED: &str = "Accepting HTTP connections failed";
+
+/// `GET /api/health` on a fresh connection, waiting at most `wait` for the answer.
+fn health_status(port: u16, wait: Duration) -> Option<u16> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut s = TcpStream::connect_timeout(&addr, wait).ok()?;
+    s.set_read_timeout(Some(wait)).ok()?;
+    s.write_all(b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    text.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+#[test]
+fn running_out_of_descriptors_stops_accepting_only_for_a_while() {
+    let server = Launch::new().open_files(LOW_LIMIT).start();
+    let admin = server.admin();
+    let agent = server.register_agent(&admin, "lb-descriptors");
+
+    // More idle connections than the server has descriptors for. The kernel
+    // completes them all (the backlog is 4096); the server accepts until it has
+    // no descriptor left, and its accept thread fails.
+    let idle: Vec<TcpStream> = (0..TOO_MANY)
+        .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
+        .collect();
+    assert!(
+        server.wait_log(ACCEPT_FAILED),
+        "no accept failure logged; log:\n{}",
+        server.log_text()
+    );
+
+    // The reaper closes the idle connections (near the descriptor limit at
+    // once), the server accepts again, and health answers on a new connection
+    // without the idle ones being closed by the client.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(
+            alive(server.pid()),
+            "the server exited; log:\n{}",
+            server.log_text()
+        );
+        if health_status(server.port(), Duration::from_secs(2)) == Some(200) {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "health never answered again; log:\n{}",
+            server.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Agents and dashboards are served again.
+    let mut dashboard = server.dashboard(&admin);
+    let mut agent_ws = server.connect_agent(&agent);
+    agent_ws.send("KEEPALIVED_UPDATE", reading(&[("VI_after", "MASTER")]));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        assert!(!left.is_zero(), "the reading did not reach the dashboard");
+        match dashboard.next(left) {
+            Some(Ok(m))
+                if m["type"] == "KEEPALIVED_STATE_UPDATE" && m.to_string().contains("VI_after") =>
+            {
+                break
+            }
+            Some(Ok(_)) | None => continue,
+            Some(Err(e)) => panic!("the dashboard socket ended: {e:?}"),
+        }
+    }
+    assert_eq!(server.get("/api/health", Auth::None).status, 200);
+    drop(idle);
+
+    let lines = parse_log(&server.log_text());
+    assert!(fatal_lines(&lines).is_empty(), "{:?}", fatal_lines(&lines));
+    let warnings: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l["msg"].as_str())
+        .filter(|m| m.contains(ACCEPT_FAILED))
+        .collect();
+    assert_eq!(warnings.len(), 1, "one warning per streak: {warnings:?}");
 }
 
 /// Whether the server closed the socket (a read now sees the end or an error).
