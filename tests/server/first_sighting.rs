@@ -8,43 +8,20 @@ use chrono::Duration as Span;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 
-/// The activity list's cluster events (newest first).
-fn cluster_events(server: &Server, admin: &str) -> Vec<Value> {
-    let list = server.get("/api/v1/activity", Auth::Cookie(admin)).body;
-    list.as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"].as_str().unwrap().starts_with("vrrp."))
-        .cloned()
-        .collect()
-}
-
 /// Waits until at least `count` cluster events are stored, then a little longer
 /// for any that should not come, and hands back all of them.
 fn wait_for_events(server: &Server, admin: &str, count: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(5);
-    while cluster_events(server, admin).len() < count {
+    while server.cluster_events(admin).len() < count {
         assert!(
             Instant::now() < deadline,
             "fewer than {count} cluster events: {:?}",
-            cluster_events(server, admin)
+            server.cluster_events(admin)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::thread::sleep(Duration::from_millis(700));
-    cluster_events(server, admin)
-}
-
-/// Sends each reading and waits for its dashboard broadcast before the next, so
-/// the evaluator sees them in this order (a session tells the evaluator of a
-/// reading before it broadcasts it).
-fn send_in_order(server: &Server, admin: &str, sends: Vec<(&mut Ws, &Agent, Value)>) {
-    let mut dash = server.dashboard(admin);
-    dash.expect("ACTIVITY_UPDATE");
-    for (ws, agent, reading) in sends {
-        ws.send("KEEPALIVED_UPDATE", reading);
-        while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != agent.id.as_str() {}
-    }
+    server.cluster_events(admin)
 }
 
 fn sorted_kinds(events: &[Value]) -> Vec<String> {
@@ -68,12 +45,8 @@ fn change_within_the_first_interval(
 ) -> (Vec<Value>, Agent, Agent) {
     let (server, clock) = Launch::new().start_in_process();
     let admin = server.admin();
-    let a = server.register_agent(&admin, "lb-a");
-    let b = server.register_agent(&admin, "lb-b");
-    let mut wa = server.connect_agent(&a);
-    let mut wb = server.connect_agent(&b);
-    send_in_order(
-        &server,
+    let (a, mut wa, b, mut wb) = server.two_agents(&admin);
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
@@ -81,8 +54,7 @@ fn change_within_the_first_interval(
         ],
     );
     clock.advance(Span::milliseconds(1500));
-    send_in_order(
-        &server,
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", a_then)])),
@@ -91,7 +63,7 @@ fn change_within_the_first_interval(
     );
     std::thread::sleep(Duration::from_millis(700));
     assert!(
-        cluster_events(&server, &admin).is_empty(),
+        server.cluster_events(&admin).is_empty(),
         "pending until the master-down interval passed"
     );
     clock.advance(Span::seconds(4));
@@ -107,7 +79,7 @@ fn change_within_the_first_interval(
     clock.advance(Span::seconds(30));
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(
-        cluster_events(&server, &admin),
+        server.cluster_events(&admin),
         events,
         "nothing reported twice"
     );
@@ -173,33 +145,21 @@ fn a_master_lost_right_after_the_first_sighting_is_reported_once() {
 fn a_backup_reporting_before_its_master_is_still_no_failover() {
     let (server, clock) = Launch::new().start_in_process();
     let admin = server.admin();
-    let a = server.register_agent(&admin, "lb-a");
-    let b = server.register_agent(&admin, "lb-b");
-    let mut wa = server.connect_agent(&a);
-    let mut wb = server.connect_agent(&b);
-    send_in_order(
-        &server,
-        &admin,
-        vec![(&mut wb, &b, reading(&[("VI_1", "BACKUP")]))],
-    );
+    let (a, mut wa, b, mut wb) = server.two_agents(&admin);
+    server.send_in_order(&admin, vec![(&mut wb, &b, reading(&[("VI_1", "BACKUP")]))]);
     clock.advance(Span::milliseconds(1500));
-    send_in_order(
-        &server,
-        &admin,
-        vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))],
-    );
+    server.send_in_order(&admin, vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))]);
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(30));
     std::thread::sleep(Duration::from_millis(700));
     assert!(
-        cluster_events(&server, &admin).is_empty(),
+        server.cluster_events(&admin).is_empty(),
         "{:?}",
-        cluster_events(&server, &admin)
+        server.cluster_events(&admin)
     );
     wb.assert_no("REQUEST_STATE_UPDATE", Duration::from_millis(300));
     // lb-a was taken as the master: a failover now names it.
-    send_in_order(
-        &server,
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "BACKUP")])),

@@ -687,3 +687,38 @@ pub fn event_batch(ids: &[String]) -> Value {
         .collect();
     serde_json::json!({ "events": events })
 }
+
+impl Server {
+    /// The activity list's cluster events (`vrrp.*`), newest first.
+    pub fn cluster_events(&self, admin: &str) -> Vec<Value> {
+        let list = self.get("/api/v1/activity", Auth::Cookie(admin)).body;
+        list.as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"].as_str().unwrap().starts_with("vrrp."))
+            .cloned()
+            .collect()
+    }
+
+    /// Sends each agent's reading and waits for its dashboard broadcast before the
+    /// next: a session tells the evaluator of a reading before it broadcasts it, so
+    /// the evaluator sees them in this order. Two agents' sockets otherwise race,
+    /// and a first sighting of the BACKUP alone is a cluster without a master.
+    pub fn send_in_order(&self, admin: &str, sends: Vec<(&mut Ws, &Agent, Value)>) {
+        let mut dash = self.dashboard(admin);
+        dash.expect("ACTIVITY_UPDATE");
+        for (ws, agent, reading) in sends {
+            ws.send("KEEPALIVED_UPDATE", reading);
+            while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != agent.id.as_str() {}
+        }
+    }
+
+    /// Two agents, `lb-a` and `lb-b`, registered and connected (authenticated).
+    pub fn two_agents(&self, admin: &str) -> (Agent, Ws, Agent, Ws) {
+        let a = self.register_agent(admin, "lb-a");
+        let b = self.register_agent(admin, "lb-b");
+        let wa = self.connect_agent(&a);
+        let wb = self.connect_agent(&b);
+        (a, wa, b, wb)
+    }
+}

@@ -12,27 +12,6 @@ use std::time::{Duration, Instant};
 use vrrp_monitor::clock::Clock;
 use vrrp_monitor::clusters::history::{self, availability::availability};
 
-fn cluster_events(server: &Server, admin: &str) -> Vec<Value> {
-    let list = server.get("/api/v1/activity", Auth::Cookie(admin)).body;
-    list.as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"].as_str().unwrap().starts_with("vrrp."))
-        .cloned()
-        .collect()
-}
-
-/// Each reading waits for its broadcast before the next (the evaluator sees them
-/// in this order).
-fn send_in_order(server: &Server, admin: &str, sends: Vec<(&mut Ws, &Agent, Value)>) {
-    let mut dash = server.dashboard(admin);
-    dash.expect("ACTIVITY_UPDATE");
-    for (ws, agent, reading) in sends {
-        ws.send("KEEPALIVED_UPDATE", reading);
-        while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != agent.id.as_str() {}
-    }
-}
-
 const KEY: &str = "|51|192.0.2.0/24";
 
 fn history(server: &Server, admin: &str, from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<Value> {
@@ -90,12 +69,8 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     let t0 = chrono::SubsecRound::trunc_subsecs(Utc::now(), 3);
     let (server, clock) = launch.start_in_process_at(t0);
     let admin = server.admin();
-    let a = server.register_agent(&admin, "lb-a");
-    let b = server.register_agent(&admin, "lb-b");
-    let mut wa = server.connect_agent(&a);
-    let mut wb = server.connect_agent(&b);
-    send_in_order(
-        &server,
+    let (a, mut wa, b, mut wb) = server.two_agents(&admin);
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
@@ -104,7 +79,7 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     );
     confirm(&clock, &mut wa, &mut wb, "MASTER", "FAULT");
     let opened = eventually("no incident before the restart", || {
-        cluster_events(&server, &admin).into_iter().next()
+        server.cluster_events(&admin).into_iter().next()
     });
     assert_eq!(opened["kind"], "vrrp.incident_opened");
     let incident = opened["correlationId"].as_str().unwrap().to_owned();
@@ -176,14 +151,11 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     // Twenty seconds later b recovers: the incident resolves, the next interval
     // is healthy.
     clock.advance(Span::seconds(20));
-    send_in_order(
-        &server,
-        &admin,
-        vec![(&mut wb, &b, reading(&[("VI_1", "BACKUP")]))],
-    );
+    server.send_in_order(&admin, vec![(&mut wb, &b, reading(&[("VI_1", "BACKUP")]))]);
     confirm(&clock, &mut wa, &mut wb, "MASTER", "BACKUP");
     eventually("the incident is not resolved", || {
-        cluster_events(&server, &admin)
+        server
+            .cluster_events(&admin)
             .iter()
             .any(|e| e["kind"] == "vrrp.incident_resolved")
             .then_some(())
@@ -514,12 +486,8 @@ fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_
     );
 
     // A live cluster: its open interval is written and held as it goes.
-    let a = server.register_agent(&admin, "lb-a");
-    let b = server.register_agent(&admin, "lb-b");
-    let mut wa = server.connect_agent(&a);
-    let mut wb = server.connect_agent(&b);
-    send_in_order(
-        &server,
+    let (a, mut wa, b, mut wb) = server.two_agents(&admin);
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "MASTER")])),

@@ -64,39 +64,12 @@ fn sockets_that_answer_pings_stay_and_a_silent_one_is_terminated() {
     );
 }
 
-fn cluster_events(server: &Server, admin: &str) -> Vec<serde_json::Value> {
-    let list = server.get("/api/v1/activity", Auth::Cookie(admin)).body;
-    list.as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["kind"].as_str().unwrap().starts_with("vrrp."))
-        .cloned()
-        .collect()
-}
-
-/// Sends each agent's reading and waits for its dashboard broadcast before the next:
-/// a session tells the evaluator of a reading before it broadcasts it, so the
-/// evaluator sees them in this order. Two agents' sockets otherwise race, and a
-/// first sighting of the BACKUP alone is a cluster without a master.
-fn send_in_order(server: &Server, admin: &str, sends: Vec<(&mut Ws, &Agent, serde_json::Value)>) {
-    let mut dash = server.dashboard(admin);
-    dash.expect("ACTIVITY_UPDATE");
-    for (ws, agent, reading) in sends {
-        ws.send("KEEPALIVED_UPDATE", reading);
-        while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != agent.id.as_str() {}
-    }
-}
-
 #[test]
 fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     let (server, clock) = Launch::new().start_in_process();
     let admin = server.admin();
-    let a = server.register_agent(&admin, "lb-a");
-    let b = server.register_agent(&admin, "lb-b");
-    let mut wa = server.connect_agent(&a);
-    let mut wb = server.connect_agent(&b);
-    send_in_order(
-        &server,
+    let (a, mut wa, b, mut wb) = server.two_agents(&admin);
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
@@ -107,11 +80,10 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(30));
     std::thread::sleep(Duration::from_millis(700));
-    assert!(cluster_events(&server, &admin).is_empty());
+    assert!(server.cluster_events(&admin).is_empty());
 
     // The failover: pending until the interval passed and both delivered a reading.
-    send_in_order(
-        &server,
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "BACKUP")])),
@@ -120,7 +92,7 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     );
     std::thread::sleep(Duration::from_millis(700));
     assert!(
-        cluster_events(&server, &admin).is_empty(),
+        server.cluster_events(&admin).is_empty(),
         "not before the master-down interval"
     );
     clock.advance(Span::seconds(4));
@@ -132,7 +104,7 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let events = loop {
-        let events = cluster_events(&server, &admin);
+        let events = server.cluster_events(&admin);
         if !events.is_empty() {
             break events;
         }
@@ -147,7 +119,7 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
         std::thread::sleep(Duration::from_millis(50));
     };
     std::thread::sleep(Duration::from_millis(700));
-    let events_after = cluster_events(&server, &admin);
+    let events_after = server.cluster_events(&admin);
     assert_eq!(events_after.len(), 1, "exactly one event: {events_after:?}");
     let e = &events[0];
     assert_eq!(e["kind"], "vrrp.master_changed");
@@ -158,11 +130,7 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     assert_eq!(e["data"]["cluster"]["vrid"], 51);
 
     // A split brain opens an incident.
-    send_in_order(
-        &server,
-        &admin,
-        vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))],
-    );
+    server.send_in_order(&admin, vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))]);
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(4));
     wa.expect("REQUEST_STATE_UPDATE");
@@ -170,7 +138,8 @@ fn a_failover_between_two_real_agents_is_confirmed_and_reported_once() {
     wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let kinds: Vec<String> = cluster_events(&server, &admin)
+        let kinds: Vec<String> = server
+            .cluster_events(&admin)
             .iter()
             .map(|e| e["kind"].as_str().unwrap().to_owned())
             .collect();
@@ -192,13 +161,9 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
     let port = launch.port;
     let (server, clock) = launch.start_in_process();
     let admin = server.admin();
-    let a = server.register_agent(&admin, "lb-a");
-    let b = server.register_agent(&admin, "lb-b");
-    let mut wa = server.connect_agent(&a);
-    let mut wb = server.connect_agent(&b);
+    let (a, mut wa, b, mut wb) = server.two_agents(&admin);
     // A single-host fault: an incident opens before the restart.
-    send_in_order(
-        &server,
+    server.send_in_order(
         &admin,
         vec![
             (&mut wa, &a, reading(&[("VI_1", "MASTER")])),
@@ -211,7 +176,7 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
     wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
     wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "FAULT")]));
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while cluster_events(&server, &admin).is_empty() {
+    while server.cluster_events(&admin).is_empty() {
         assert!(
             std::time::Instant::now() < deadline,
             "no incident before the restart"
@@ -219,7 +184,7 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(
-        cluster_events(&server, &admin)[0]["kind"],
+        server.cluster_events(&admin)[0]["kind"],
         "vrrp.incident_opened"
     );
     drop((wa, wb));
@@ -235,7 +200,7 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
     clock.advance(Span::seconds(30));
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(
-        cluster_events(&server, &admin).len(),
+        server.cluster_events(&admin).len(),
         1,
         "the start-up guard holds evaluation while b is away"
     );
@@ -245,7 +210,7 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
     wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
     std::thread::sleep(Duration::from_millis(700));
     assert_eq!(
-        cluster_events(&server, &admin).len(),
+        server.cluster_events(&admin).len(),
         1,
         "nothing repeated after the restart"
     );
@@ -256,7 +221,7 @@ fn after_a_restart_nothing_is_evaluated_until_the_agents_are_back_and_nothing_re
     wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let events = cluster_events(&server, &admin);
+        let events = server.cluster_events(&admin);
         if events.len() == 2 {
             assert_eq!(events[0]["kind"], "vrrp.incident_resolved");
             assert_eq!(events[0]["data"]["incident"]["resolution"], "recovered");
@@ -278,21 +243,17 @@ fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
     let a = server.register_agent(&admin, "lb-a");
     let mut wa = server.connect_agent(&a);
     // A cluster of one host: degraded, so an incident opens.
-    send_in_order(
-        &server,
-        &admin,
-        vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))],
-    );
+    server.send_in_order(&admin, vec![(&mut wa, &a, reading(&[("VI_1", "MASTER")]))]);
     std::thread::sleep(Duration::from_millis(700));
     clock.advance(Span::seconds(4));
     wa.expect("REQUEST_STATE_UPDATE");
     wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while cluster_events(&server, &admin).is_empty() {
+    while server.cluster_events(&admin).is_empty() {
         assert!(std::time::Instant::now() < deadline, "no incident");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let opened = cluster_events(&server, &admin)[0].clone();
+    let opened = server.cluster_events(&admin)[0].clone();
     assert_eq!(
         opened["data"]["incident"]["reasons"][0]["type"],
         "single-member"
@@ -329,7 +290,7 @@ fn deleting_the_client_of_an_incident_resolves_it_as_removed() {
     );
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     loop {
-        let events = cluster_events(&server, &admin);
+        let events = server.cluster_events(&admin);
         if let Some(resolved) = events.iter().find(|e| {
             e["kind"] == "vrrp.incident_resolved" && e["correlationId"] == opened["correlationId"]
         }) {
