@@ -70,6 +70,9 @@ pub fn start(
         if let Err(e) = sockets::set_backlog(listener.as_raw_fd(), BACKLOG) {
             log::warn!("Cannot raise the listen backlog to {BACKLOG}: {e}");
         }
+        if let Err(e) = sockets::set_nodelay(listener.as_raw_fd()) {
+            log::warn!("Cannot turn Nagle's algorithm off for HTTP connections: {e}");
+        }
     }
     let descriptor_limit = sockets::raise_descriptor_limit();
     // Where the reaper reaches us itself (an unspecified bind address is loopback).
