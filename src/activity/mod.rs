@@ -237,8 +237,6 @@ pub struct Page {
     pub levels: Vec<ActivityLevel>,
     /// Only these kinds (empty: all).
     pub kinds: Vec<String>,
-    /// Only the events of this correlation id (an incident).
-    pub correlation_id: Option<String>,
     /// Only the events of these correlation ids (incidents), when not empty.
     pub correlation_ids: Vec<String>,
     /// Only records the user has not seen.
@@ -273,11 +271,6 @@ impl Page {
             self.levels.iter().map(|l| l.as_str().to_owned()).collect(),
         );
         any_of(&mut sql, "a.kind", self.kinds.clone());
-        any_of(
-            &mut sql,
-            "a.correlation_id",
-            self.correlation_id.iter().cloned().collect(),
-        );
         any_of(&mut sql, "a.correlation_id", self.correlation_ids.clone());
         if let Some(before) = &self.before {
             args.push(before.clone().into());

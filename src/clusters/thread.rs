@@ -515,18 +515,7 @@ impl Runner {
 /// Clusters whose confirmed state, as persisted, has an incident open (for
 /// `GET /metrics`). Read from `cluster_states`, which this thread keeps current.
 pub fn open_incidents(db: &Db) -> Result<u64, DbError> {
-    db.read(|c| {
-        let mut stmt = c.prepare("SELECT state FROM cluster_states")?;
-        let states = stmt.query_map([], |r| r.get::<_, String>(0))?;
-        let mut open = 0;
-        for state in states {
-            let state: Value = serde_json::from_str(&state?).unwrap_or_default();
-            if state.get("incident").is_some_and(|i| !i.is_null()) {
-                open += 1;
-            }
-        }
-        Ok(open)
-    })
+    open_incident_ids(db).map(|ids| ids.len() as u64)
 }
 
 /// The ids of the incidents open now, as `cluster_states` holds them (this

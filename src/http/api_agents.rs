@@ -339,10 +339,12 @@ pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) ->
     if let Some(kinds) = req.query_param("kind").filter(|k| !k.is_empty()) {
         page.kinds = kinds.split(',').map(str::to_owned).collect();
     }
-    page.correlation_id = req
+    page.correlation_ids = req
         .query_param("correlationId")
         .filter(|c| !c.is_empty())
-        .map(str::to_owned);
+        .map(str::to_owned)
+        .into_iter()
+        .collect();
     page.unseen = match req.query_param("unseen") {
         None | Some("false") => false,
         Some("true") => true,
