@@ -134,7 +134,22 @@ impl Launch {
             env = env.with(k, v);
         }
         let loaded = config::load(&env).expect("config");
-        let listener = TcpListener::bind(("127.0.0.1", self.port)).unwrap();
+        // A server stopped in this process a moment ago may still hold its port:
+        // tiny_http's accept threads close their clones of the listen socket
+        // after shutdown, not before `stop_in_process` returns (ARCHITECTURE.md,
+        // http-listen). Wait for that, up to 10 s, instead of failing at once.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let listener = loop {
+            match TcpListener::bind(("127.0.0.1", self.port)) {
+                Ok(l) => break l,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::AddrInUse && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("cannot listen on port {}: {e}", self.port),
+            }
+        };
         let clock = ManualClock::new(start);
         let shutdown = Shutdown::new();
         let (c, s) = (clock.clone(), shutdown.clone());
