@@ -106,9 +106,9 @@ pub struct Reaped {
 pub struct ConnTracker {
     port: u16,
     tracked: Mutex<Tracked>,
-    /// Descriptors held by live upgraded sockets (the socket, tiny_http's twin of
-    /// it, the wake-up descriptor): skipped without a system call by lookups and
-    /// by the reaper.
+    /// Descriptors held by live upgraded sockets (our descriptor of the socket,
+    /// its wake-up descriptor; tiny_http's two until the socket is detached from
+    /// it): skipped without a system call by lookups and by the reaper.
     live: RwLock<HashSet<RawFd>>,
     /// The highest descriptor the last scan saw.
     high_water: AtomicI32,
@@ -143,14 +143,18 @@ pub struct Busy {
 }
 
 impl Busy {
-    /// Finds the connection's descriptors and notes them as held by an upgraded
-    /// socket; returns one of them (they are the same socket).
-    pub fn take_socket(&mut self) -> Option<RawFd> {
+    /// Finds the connection's descriptors (tiny_http holds two of the socket) and
+    /// notes them as held by an upgraded socket; `None` when none is found.
+    pub fn take_socket(&mut self) -> Option<Vec<RawFd>> {
         let port = self.tracker.port;
         let remembered = self.tracker.seen.lock().remove(&self.peer);
+        // A scan between tiny_http's accept and its `try_clone` saw one
+        // descriptor: only a complete pair is trusted.
         let fds = match remembered.filter(|fds| {
-            fds.iter()
-                .all(|&fd| sockets::peer_of(fd, port) == Some(self.peer))
+            fds.len() >= sockets::TINY_HTTP_DESCRIPTORS
+                && fds
+                    .iter()
+                    .all(|&fd| sockets::peer_of(fd, port) == Some(self.peer))
         }) {
             Some(fds) if !fds.is_empty() => fds,
             _ => {
@@ -165,14 +169,24 @@ impl Busy {
                 fds
             }
         };
-        let first = *fds.first()?;
-        if let Some(&max) = fds.iter().max() {
-            self.tracker.high_water.fetch_max(max, Ordering::Relaxed);
-        }
-        for fd in fds {
+        let &max = fds.iter().max()?;
+        self.tracker.high_water.fetch_max(max, Ordering::Relaxed);
+        for &fd in &fds {
             self.hold(fd);
         }
-        Some(first)
+        Some(fds)
+    }
+
+    /// The connection now lives in `own` alone (see [`sockets::detach`]). The
+    /// descriptors held so far go back to the kernel once tiny_http closes them
+    /// and will carry other connections: they must stop being skipped as ours.
+    pub fn detached(&mut self, own: RawFd) {
+        let mut live = self.tracker.live.write();
+        for fd in self.held.drain(..) {
+            live.remove(&fd);
+        }
+        live.insert(own);
+        self.held.push(own);
     }
 
     /// Notes a descriptor as belonging to this connection until the guard drops.

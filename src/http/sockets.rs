@@ -14,6 +14,10 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
 
+/// tiny_http holds every connection twice: its reader and a `try_clone` of it
+/// for its writer.
+pub const TINY_HTTP_DESCRIPTORS: usize = 2;
+
 /// Descriptors opened since the last full scan are looked for up to this far
 /// above the highest one seen.
 const SLACK: RawFd = 512;
@@ -62,7 +66,8 @@ pub fn find(
         (found, others)
     };
     let (found, others) = look(&mut (0..=high_water.saturating_add(SLACK)));
-    if !found.is_empty() {
+    // Both of tiny_http's descriptors, or the twin may lie above the range.
+    if found.len() >= TINY_HTTP_DESCRIPTORS {
         return (found, others);
     }
     look(&mut open_descriptors().unwrap_or_default().into_iter())
@@ -244,6 +249,46 @@ pub fn set_nodelay(fd: RawFd) -> std::io::Result<()> {
     }
 }
 
+/// Takes an upgraded connection away from tiny_http and returns a descriptor of
+/// our own for it. `theirs` are tiny_http's descriptors of the socket (its reader
+/// and its writer).
+///
+/// Why: tiny_http shuts the socket down when its streams drop, and one of its
+/// pool threads stays parked until the upgraded stream drops (dropping the
+/// connection waits to be handed the reader back): a thread per WebSocket for
+/// the socket's whole life, which at 5,000 agents doubled the threads. So the
+/// socket gets a descriptor of ours, and tiny_http's descriptors are pointed at
+/// `/dev/null` (`dup3` swaps them atomically): when the caller then drops the
+/// upgraded stream, tiny_http shuts down and closes `/dev/null`, its thread goes
+/// back to the pool, and the connection lives on in our descriptor alone.
+/// Nothing of tiny_http's reads or writes those descriptors meanwhile: its
+/// thread only waits for the stream.
+pub fn detach(theirs: &[RawFd]) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let first = *theirs
+        .first()
+        .ok_or_else(|| std::io::Error::other("no descriptor to detach"))?;
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")?;
+    // SAFETY: F_DUPFD_CLOEXEC only creates a new descriptor.
+    let own = unsafe { libc::fcntl(first, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `own` was just created and nothing else holds it.
+    let own = unsafe { std::os::fd::OwnedFd::from_raw_fd(own) };
+    for &fd in theirs {
+        // SAFETY: `fd` is tiny_http's descriptor of this socket; replacing what it
+        // refers to is the point, and no thread is using it (see above).
+        if unsafe { libc::dup3(null.as_raw_fd(), fd, libc::O_CLOEXEC) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(own)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +321,42 @@ mod tests {
         drop(tx);
         t.join().expect("join");
         assert!(thread_ceiling().is_some_and(|c| c > 100));
+    }
+
+    #[test]
+    fn a_detached_connection_outlives_the_descriptors_it_was_taken_from() {
+        use std::io::{Read, Write};
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let mut client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        // What tiny_http holds: the accepted socket and a clone of it.
+        let (reader, _) = listener.accept().expect("accept");
+        let writer = reader.try_clone().expect("clone");
+        let own = detach(&[reader.as_raw_fd(), writer.as_raw_fd()]).expect("detach");
+        // What tiny_http does when its streams drop.
+        let _ = reader.shutdown(std::net::Shutdown::Read);
+        let _ = writer.shutdown(std::net::Shutdown::Write);
+        drop((reader, writer));
+        let mut ours = std::net::TcpStream::from(own);
+        client.write_all(b"ping").expect("client writes");
+        let mut got = [0u8; 4];
+        ours.read_exact(&mut got).expect("we still read");
+        assert_eq!(&got, b"ping");
+        ours.write_all(b"pong").expect("we still write");
+        client.read_exact(&mut got).expect("client reads");
+        assert_eq!(&got, b"pong");
+        // Without the detach, the same shutdowns end the connection.
+        let mut client =
+            std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (plain, _) = listener.accept().expect("accept");
+        let mut twin = plain.try_clone().expect("clone");
+        let _ = plain.shutdown(std::net::Shutdown::Write);
+        assert_eq!(
+            client.read(&mut got).expect("read"),
+            0,
+            "the peer sees an end"
+        );
+        assert!(twin.write_all(b"x").is_err() || twin.flush().is_err());
     }
 }

@@ -1,10 +1,12 @@
-//! WebSocket sockets over tiny_http's upgraded streams.
+//! WebSocket sockets: upgraded from tiny_http's requests, or dialled by us.
 //!
-//! tiny_http hands over an opaque stream without timeouts. We find the socket's
-//! descriptor by its address pair and make it non-blocking, so one thread per
-//! socket can `poll` the socket together with its [`Inbox`]'s wake-up descriptor:
-//! a message for the socket goes out at once, a read never blocks, and a peer
-//! that stops reading only fills our bounded write buffer until we drop it.
+//! tiny_http hands over an opaque stream without timeouts, and keeps one of its
+//! pool threads parked until that stream drops. So at the upgrade we find the
+//! socket's descriptors by its address pair, take the socket away from tiny_http
+//! ([`super::sockets::detach`]) and make it non-blocking: one thread per socket
+//! (ours) can `poll` it together with its [`Inbox`]'s wake-up descriptor, a
+//! message for the socket goes out at once, a read never blocks, and a peer that
+//! stops reading only fills our bounded write buffer until we drop it.
 //!
 //! [`run`] is the loop every session (agent, dashboard) runs; the session decides
 //! what a message means, the loop does the heartbeat and the I/O.
@@ -13,8 +15,9 @@ use crate::clock::SharedClock;
 use crate::live::{Inbox, ToSocket};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use std::io::Read;
 use std::net::SocketAddr;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
 use tungstenite::protocol::frame::coding::CloseCode;
 use tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
@@ -28,8 +31,8 @@ const MAX_WAIT: Duration = Duration::from_millis(500);
 /// under the 4 MiB write buffer, so a fragment always fits once it has drained.
 pub const FRAGMENT: usize = 256 * 1024;
 
-/// What a WebSocket runs over: tiny_http's upgraded stream (sockets agents and
-/// dashboards opened) or a stream we dialled (outbound agents).
+/// What a WebSocket runs over: the socket of an upgrade we answered (agents and
+/// dashboards opened it) or a stream we dialled (outbound agents).
 pub trait ReadWrite: std::io::Read + std::io::Write {}
 impl<T: std::io::Read + std::io::Write> ReadWrite for T {}
 
@@ -40,7 +43,9 @@ pub type Stream = Box<dyn ReadWrite + Send>;
 pub fn ws_config() -> WebSocketConfig {
     WebSocketConfig::default()
         .read_buffer_size(4 * 1024)
-        .write_buffer_size(0)
+        // Frames gather up to this much before a write; the loop flushes every
+        // turn, so this only saves system calls, never delays a message.
+        .write_buffer_size(16 * 1024)
         .max_write_buffer_size(4 * 1024 * 1024)
         .max_message_size(Some(4 * 1024 * 1024))
         .max_frame_size(Some(4 * 1024 * 1024))
@@ -80,15 +85,18 @@ pub enum Received {
     Closed,
 }
 
-/// Completes the handshake; `None` when it cannot be.
+/// Completes the handshake; `None` when it cannot be. The socket leaves
+/// tiny_http here (see [`super::sockets::detach`]): from now on it is ours alone
+/// and costs no tiny_http thread.
 pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<WsSocket> {
     let peer = *rq.remote_addr()?;
     let key = header(&rq, "sec-websocket-key")?.to_owned();
-    let Some(fd) = busy.take_socket() else {
+    let Some(theirs) = busy.take_socket() else {
         log::error!("Cannot find the socket of {peer}; refusing its WebSocket");
         let _ = rq.respond(tiny_http::Response::empty(500));
         return None;
     };
+    let fd = theirs[0];
     if super::sockets::hung_up(fd) {
         // Gave up waiting (an agent's handshake timeout is 5 s): answering it
         // would only spend a thread on an AUTH window that never ends in AUTH.
@@ -99,7 +107,7 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
     let response = tiny_http::Response::empty(101).with_header(
         tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
     );
-    let stream: Stream = Box::new(rq.upgrade("websocket", response));
+    let mut upgraded = rq.upgrade("websocket", response);
     // Frames are small and latency matters more than packet count.
     // SAFETY: the descriptor belongs to the upgraded stream we now hold.
     let _ = nix::sys::socket::setsockopt(
@@ -111,8 +119,44 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
         log::error!("Cannot make the socket of {peer} non-blocking: {e}");
         return None;
     }
+    // A client may send its first frame before it has read our 101 (RFC 6455
+    // says it must not, but nothing stops it): whatever tiny_http's reader
+    // already holds goes to the WebSocket first.
+    let mut early = Vec::new();
+    let mut buf = [0u8; 1024];
+    // Bounded: past tiny_http's 1 KiB buffer the rest is in the socket anyway.
+    while early.len() < 64 * 1024 {
+        match upgraded.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => early.extend_from_slice(&buf[..n]),
+        }
+    }
+    // Only with both of tiny_http's descriptors in hand: the one left out would
+    // shut the socket down when tiny_http drops it. Not expected; then the
+    // socket stays in tiny_http's stream, and its thread stays parked.
+    let (stream, fd): (Stream, RawFd) = if theirs.len() == super::sockets::TINY_HTTP_DESCRIPTORS {
+        let own = match super::sockets::detach(&theirs) {
+            Ok(own) => own,
+            Err(e) => {
+                log::error!("Cannot take the socket of {peer} from the HTTP server: {e}");
+                return None;
+            }
+        };
+        busy.detached(own.as_raw_fd());
+        let fd = own.as_raw_fd();
+        // tiny_http's thread for this connection returns to its pool now.
+        drop(upgraded);
+        (Box::new(std::net::TcpStream::from(own)), fd)
+    } else {
+        log::warn!(
+            "Found {} descriptors of the socket of {peer}, not {}: it stays with the HTTP server",
+            theirs.len(),
+            super::sockets::TINY_HTTP_DESCRIPTORS
+        );
+        (Box::new(upgraded), fd)
+    };
     Some(WsSocket {
-        ws: WebSocket::from_raw_socket(stream, Role::Server, Some(ws_config())),
+        ws: WebSocket::from_partially_read(stream, early, Role::Server, Some(ws_config())),
         peer,
         fd,
         pending: false,
@@ -172,7 +216,13 @@ impl WsSocket {
     /// The next message the peer sent, `None` when nothing more can be read now.
     fn read_one(&mut self) -> Option<Received> {
         loop {
-            return match self.ws.read() {
+            let read = self.ws.read();
+            if read.is_ok() {
+                // A ping read queues its pong in the write buffer: the loop's
+                // next flush sends it.
+                self.pending = true;
+            }
+            return match read {
                 Ok(Message::Text(t)) => Some(Received::Text(t.as_str().to_owned())),
                 Ok(Message::Pong(_)) => Some(Received::Pong),
                 Ok(Message::Close(_)) => Some(Received::Closed),
@@ -222,7 +272,7 @@ impl WsSocket {
             }
             Err(_) => return Err(Gone),
         }
-        self.flush()
+        Ok(())
     }
 
     fn flush(&mut self) -> Result<(), Gone> {
@@ -240,7 +290,17 @@ impl WsSocket {
     }
 
     pub fn send_text(&mut self, text: &str) -> Result<(), Gone> {
-        self.write(Message::text(text))
+        self.write(Message::text(text))?;
+        self.flush()
+    }
+
+    /// Queues a message without flushing: the loop writes a turn's messages
+    /// with one flush (a dashboard under 5,000 readings a second made a system
+    /// call per reading).
+    fn queue_text(&mut self, text: &str) -> Result<(), Gone> {
+        self.write(Message::text(text))?;
+        self.pending = true;
+        Ok(())
     }
 
     /// Sends one text message of any size, waiting for the peer to take it
@@ -322,7 +382,8 @@ impl WsSocket {
     }
 
     fn ping(&mut self) -> Result<(), Gone> {
-        self.write(Message::Ping(Vec::new().into()))
+        self.write(Message::Ping(Vec::new().into()))?;
+        self.flush()
     }
 
     /// Sends a close frame (best effort) and ends the socket.
@@ -417,7 +478,7 @@ pub fn run(
     let mut heartbeat = Heartbeat::new(clock.now());
     let close = |socket: WsSocket, code, reason| socket.close(code, reason);
     loop {
-        // Messages first: tiny_http may hold bytes the socket no longer shows.
+        // Messages first: tungstenite may hold bytes the socket no longer shows.
         for received in socket.receive() {
             let flow = match received {
                 Received::Text(text) => session.on_text(&mut socket, text),
@@ -439,14 +500,14 @@ pub fn run(
                 for m in messages {
                     match m {
                         ToSocket::Text(text) => {
-                            if socket.send_text(&text).is_err() {
+                            if socket.queue_text(&text).is_err() {
                                 return;
                             }
                         }
                         ToSocket::Latest(slot) => {
                             let newest = slot.lock().take();
                             if let Some(text) = newest {
-                                if socket.send_text(&text).is_err() {
+                                if socket.queue_text(&text).is_err() {
                                     return;
                                 }
                             }

@@ -162,3 +162,44 @@ fn every_thread_of_a_busy_server_is_in_the_thread_map() {
     };
     assert!(text.contains(counted), "{text}");
 }
+
+/// tiny_http parks one of its threads per upgraded socket until that socket
+/// ends. The server takes each WebSocket away from it at the upgrade
+/// (`http::sockets::detach`), so a fleet's sockets cost one thread each, not
+/// two; and the sockets still work both ways afterwards.
+#[test]
+fn an_open_websocket_holds_no_http_thread() {
+    let server = Server::start();
+    let admin = server.admin();
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut dashboards: Vec<_> = (0..24).map(|_| server.dashboard(&admin)).collect();
+    let mut agent_ws = server.connect_agent(&agent);
+    // tiny_http's own threads: its accept thread and the connection threads it
+    // spawned (named `http-conn` by the reaper). Its pool keeps four idle and
+    // lets the others go after 5 s.
+    let tiny_http_threads = || {
+        server
+            .thread_names()
+            .iter()
+            .filter(|n| n.starts_with("http-conn") || n.starts_with("http-accept"))
+            .count()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tiny_http_threads() > 5 {
+        assert!(
+            Instant::now() < deadline,
+            "25 open WebSockets still hold {} of tiny_http's threads: {:?}",
+            tiny_http_threads(),
+            server.thread_names()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    agent_ws.send(
+        "KEEPALIVED_UPDATE",
+        crate::harness::reading(&[("VI_1", "MASTER")]),
+    );
+    for dash in &mut dashboards {
+        let state = dash.expect("KEEPALIVED_STATE_UPDATE");
+        assert_eq!(state["clientId"], agent.id.as_str());
+    }
+}
