@@ -158,7 +158,7 @@ fn read_out(
     last_known: Option<String>,
 ) -> Option<Value> {
     let stored: Value = serde_json::from_str(payload).ok()?;
-    let mut reading = match normalise_owned(stored) {
+    let reading = match normalise_owned(stored) {
         Ok(r) => r,
         Err(e) => {
             log::error!(
@@ -168,16 +168,7 @@ fn read_out(
             return None;
         }
     };
-    if instances(&reading).is_empty() && !readable(&reading) {
-        if let Some(known) = last_known.and_then(|k| serde_json::from_str::<Value>(&k).ok()) {
-            reading.insert("lastKnownInstances".into(), known);
-        }
-    }
-    let mut out = Map::new();
-    out.insert("clientId".into(), Value::String(client_id));
-    out.insert("receivedAt".into(), Value::String(received_at));
-    out.extend(reading);
-    Some(Value::Object(out))
+    Some(api_value(client_id, received_at, reading, last_known))
 }
 
 /// Every stored reading as the API shows it, in memory: what the table holds once
@@ -243,6 +234,10 @@ impl Latest {
 
     /// Stores a normalised reading as the client's one reading; returns it as the
     /// API shows it. `None` when the client no longer exists.
+    ///
+    /// Every reading of the fleet passes the one writer thread, so only what
+    /// needs the database happens there: the JSON is written, and the API's
+    /// value built, on the caller's thread.
     pub fn store(
         &self,
         db: &Db,
@@ -251,14 +246,22 @@ impl Latest {
         received_at: String,
     ) -> Result<Option<Arc<Value>>, DbError> {
         let sequence = self.sequence.clone();
+        let payload = serde_json::to_string(&reading).unwrap_or_default();
+        // Known without the stored row unless keepalived is down or unreadable.
+        let last_known = match next_last_known(&reading, None) {
+            Some(own) => Known::Now(Some(own.to_string())),
+            None if readable(&reading) => Known::Now(None),
+            None => Known::Previous,
+        };
+        let row = (client_id.clone(), received_at.clone());
         let stored = db.write(move |c| {
-            let stored = store_row(c, client_id, reading, received_at)?;
-            Ok::<_, DbError>(stored.map(|r| (sequence.fetch_add(1, Ordering::Relaxed) + 1, r)))
+            let stored = store_row(c, &row.0, &row.1, &payload, last_known)?;
+            Ok::<_, DbError>(stored.map(|k| (sequence.fetch_add(1, Ordering::Relaxed) + 1, k)))
         })?;
-        let Some((seq, reading)) = stored else {
+        let Some((seq, last_known)) = stored else {
             return Ok(None);
         };
-        let reading = Arc::new(reading);
+        let reading = Arc::new(api_value(client_id, received_at, reading, last_known));
         self.put(seq, reading.clone());
         Ok(Some(reading))
     }
@@ -279,41 +282,65 @@ impl Latest {
     }
 }
 
-/// Stores a normalised reading as the client's one reading; returns it as the API
-/// shows it. `None` when the client no longer exists.
+/// The last-known instances a reading leaves behind.
+enum Known {
+    /// Decided by the reading itself (JSON, or none).
+    Now(Option<String>),
+    /// The previous ones stay (keepalived is down or unreadable).
+    Previous,
+}
+
+/// Stores a reading's row; returns the last-known instances stored with it, or
+/// `None` when the client no longer exists. Statements are cached: this runs
+/// for every reading of the fleet on the writer thread.
 fn store_row(
     c: &rusqlite::Connection,
-    client_id: String,
-    reading: Map<String, Value>,
-    received_at: String,
-) -> Result<Option<Value>, DbError> {
-    {
-        let exists: bool = c.query_row(
-            "SELECT EXISTS(SELECT 1 FROM clients WHERE id = ?1)",
-            [&client_id],
-            |r| r.get(0),
-        )?;
-        if !exists {
-            return Ok(None);
-        }
-        let previous: Option<String> = c
-            .query_row(
-                "SELECT last_known_instances FROM keepalived_states WHERE client_id = ?1",
-                [&client_id],
-                |r| r.get(0),
-            )
-            .optional()?
-            .flatten();
-        let previous = previous.and_then(|p| serde_json::from_str(&p).ok());
-        let last_known = next_last_known(&reading, previous).map(|v| v.to_string());
-        let payload = Value::Object(reading).to_string();
-        c.execute(
-            "INSERT INTO keepalived_states (client_id, received_at, payload, last_known_instances) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (client_id) DO UPDATE SET received_at = ?2, payload = ?3, last_known_instances = ?4",
-            params![client_id, received_at, payload, last_known],
-        )?;
-        Ok(read_out(client_id, received_at, &payload, last_known))
+    client_id: &str,
+    received_at: &str,
+    payload: &str,
+    known: Known,
+) -> Result<Option<Option<String>>, DbError> {
+    let exists: bool = c
+        .prepare_cached("SELECT EXISTS(SELECT 1 FROM clients WHERE id = ?1)")?
+        .query_row([client_id], |r| r.get(0))?;
+    if !exists {
+        return Ok(None);
     }
+    let last_known = match known {
+        Known::Now(k) => k,
+        Known::Previous => c
+            .prepare_cached(
+                "SELECT last_known_instances FROM keepalived_states WHERE client_id = ?1",
+            )?
+            .query_row([client_id], |r| r.get(0))
+            .optional()?
+            .flatten(),
+    };
+    c.prepare_cached(
+        "INSERT INTO keepalived_states (client_id, received_at, payload, last_known_instances) VALUES (?1, ?2, ?3, ?4)
+         ON CONFLICT (client_id) DO UPDATE SET received_at = ?2, payload = ?3, last_known_instances = ?4",
+    )?
+    .execute(params![client_id, received_at, payload, last_known])?;
+    Ok(Some(last_known))
+}
+
+/// The API's KeepalivedState of a normalised reading and its last-known instances.
+fn api_value(
+    client_id: String,
+    received_at: String,
+    mut reading: Map<String, Value>,
+    last_known: Option<String>,
+) -> Value {
+    if instances(&reading).is_empty() && !readable(&reading) {
+        if let Some(known) = last_known.and_then(|k| serde_json::from_str::<Value>(&k).ok()) {
+            reading.insert("lastKnownInstances".into(), known);
+        }
+    }
+    let mut out = Map::new();
+    out.insert("clientId".into(), Value::String(client_id));
+    out.insert("receivedAt".into(), Value::String(received_at));
+    out.extend(reading);
+    Value::Object(out)
 }
 
 /// Every stored reading, read out of the table (the mirror's start).
