@@ -28,6 +28,11 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+/// Evaluations at most this often while messages keep arriving (real time, not
+/// the domain clock: it only batches work; at 5,000 readings a second one pass
+/// per reading kept the evaluator behind). A change waits at most this long more.
+const EVAL_BATCH: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// After a start, nothing is evaluated until every client with a stored reading
 /// reconnected, or this long passed.
 pub const STARTUP_GUARD_SECS: i64 = 60;
@@ -280,6 +285,9 @@ impl Runner {
     fn run(&mut self, inbox: &Receiver<EvalMsg>, shutdown: &Shutdown) {
         let clock = self.handles.clock.clone();
         let mut wake_at: Option<DateTime<Utc>> = None;
+        let mut last_evaluation = std::time::Instant::now()
+            .checked_sub(EVAL_BATCH)
+            .unwrap_or_else(std::time::Instant::now);
         while !shutdown.is_set() {
             let now = clock.now();
             self.touch_history(now, false);
@@ -303,6 +311,16 @@ impl Runner {
                 self.apply(msg);
                 changed = true;
             }
+            // While readings stream in, gather them for a moment: a batch costs
+            // one pass over the pending clusters, not one per reading.
+            if changed {
+                if let Some(rest) = EVAL_BATCH.checked_sub(last_evaluation.elapsed()) {
+                    let until = std::time::Instant::now() + rest;
+                    while let Ok(msg) = inbox.recv_deadline(until) {
+                        self.apply(msg);
+                    }
+                }
+            }
             let now = clock.now();
             if let Some((until, waiting)) = &self.awaiting {
                 if waiting.is_empty() || now >= *until {
@@ -320,6 +338,7 @@ impl Runner {
                 continue;
             }
             wake_at = self.evaluate(now);
+            last_evaluation = std::time::Instant::now();
         }
         // A stop: the open intervals held until now.
         self.touch_history(clock.now(), true);
@@ -422,15 +441,16 @@ impl Runner {
         } else {
             // Only the clusters of hosts that changed, and those with a change pending.
             let pending: HashSet<String> = self.evaluator.pending_keys().into_iter().collect();
-            let subset: Vec<Cluster> = self
+            // Borrowed, not cloned: at 5,000 readings a second the copies were
+            // the evaluator's largest cost.
+            let subset = self
                 .grouped
                 .iter()
                 .enumerate()
                 .filter(|(i, c)| touched.contains(i) || pending.contains(&c.key))
-                .map(|(_, c)| c.clone())
-                .collect();
+                .map(|(_, c)| c);
             let evaluator = &mut self.evaluator;
-            contain_panics(|| evaluator.evaluate_some(&subset, now))
+            contain_panics(|| evaluator.evaluate_some(subset, now))
         };
         let Some(mut outcome) = outcome else {
             log::error!("The cluster evaluation panicked; it is tried again with the next change");

@@ -246,7 +246,11 @@ impl Evaluator {
 
     /// Evaluates only these clusters (a host's fresh reading touches only its own);
     /// a cluster missing here is not taken as gone.
-    pub fn evaluate_some(&mut self, clusters: &[Cluster], now: DateTime<Utc>) -> Outcome {
+    pub fn evaluate_some<'a>(
+        &mut self,
+        clusters: impl IntoIterator<Item = &'a Cluster>,
+        now: DateTime<Utc>,
+    ) -> Outcome {
         let now = chrono::SubsecRound::trunc_subsecs(now, 3);
         let mut out = Outcome::default();
         for cluster in clusters {
