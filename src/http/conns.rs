@@ -164,11 +164,19 @@ impl Busy {
                 drop(live);
                 let mut seen = self.tracker.seen.lock();
                 for (fd, peer) in others {
-                    seen.entry(peer).or_default().push(fd);
+                    let fds = seen.entry(peer).or_default();
+                    if !fds.contains(&fd) {
+                        fds.push(fd);
+                    }
                 }
                 fds
             }
         };
+        // A lookup adds what it met to what the last scan saw: one descriptor
+        // may be listed twice.
+        let mut fds = fds;
+        fds.sort_unstable();
+        fds.dedup();
         let &max = fds.iter().max()?;
         self.tracker.high_water.fetch_max(max, Ordering::Relaxed);
         for &fd in &fds {
