@@ -11,6 +11,13 @@ use std::sync::Arc;
 /// A source of wall-clock time.
 pub trait Clock: Send + Sync {
     fn now(&self) -> DateTime<Utc>;
+
+    /// Whether time moves only when a test moves it: then a thread waiting for
+    /// a deadline must look at the clock often, since nothing wakes it when the
+    /// test jumps ahead.
+    fn is_driven(&self) -> bool {
+        false
+    }
 }
 
 /// The real clock.
@@ -48,6 +55,10 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.now.lock()
+    }
+
+    fn is_driven(&self) -> bool {
+        true
     }
 }
 

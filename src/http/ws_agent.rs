@@ -56,8 +56,15 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(socket) = ws::accept(rq, &mut busy) else {
         return;
     };
-    // Polled, not woken: see `live::polled_channel`.
-    let queue = live::polled_channel::<ToSocket>(QUEUE);
+    // Woken by an eventfd: the session thread sleeps until the agent, a
+    // message for it, or its heartbeat needs it (see `ws::run`).
+    let queue = match live::channel::<ToSocket>(QUEUE) {
+        Ok(q) => q,
+        Err(e) => {
+            log::error!("Cannot create a queue for the agent socket of {peer}: {e}");
+            return socket.close(1011, "Internal error");
+        }
+    };
     let source = canonical_ip(peer.ip());
     let checked = session::check_credentials(
         &app.db,

@@ -55,16 +55,6 @@ pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
     ))
 }
 
-/// A queue without a wake-up descriptor: the receiver looks at it on its own
-/// turns (a socket thread's loop turns at least every 500 ms). For agents' sockets,
-/// whose queue carries only state requests and close orders: a descriptor per
-/// agent is a third of what an agent connection costs in descriptors, and 5,000
-/// agents must fit well within a 20,000 limit.
-pub fn polled_channel<T>(capacity: usize) -> (Outbox<T>, Inbox<T>) {
-    let (tx, rx) = bounded(capacity);
-    (Outbox { tx, waker: None }, Inbox { rx, waker: None })
-}
-
 /// Why a message could not be queued.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Undelivered {
@@ -90,8 +80,7 @@ impl<T> Outbox<T> {
 }
 
 impl<T> Inbox<T> {
-    /// The descriptor that becomes readable when a message arrives (none for a
-    /// [`polled_channel`]).
+    /// The descriptor that becomes readable when a message arrives.
     pub fn wake_fd(&self) -> Option<BorrowedFd<'_>> {
         self.waker.as_ref().map(|w| w.as_fd())
     }
