@@ -28,7 +28,7 @@ pub mod ws_outbound;
 
 use crate::auth::{self, AuthFailure, Session};
 use crate::lifecycle::{self, Shutdown};
-use conns::{ConnTracker, IdlePolicy};
+use conns::{ConnTracker, IdlePolicy, Reaped};
 use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 use request::{ReadError, Req};
 use response::{ApiError, ApiResult, Resp};
@@ -50,11 +50,23 @@ const BACKLOG: i32 = 4096;
 /// look is costly ([`reap_tick_after`]).
 const REAP_TICK: Duration = Duration::from_millis(100);
 
-/// The reaper's next tick after a pass that took `spent`: at most a twentieth of
-/// a core. A pass lists every descriptor; at 5,000 agents that is 6,000 entries
-/// of `/proc/self/fd`, and ten passes a second took a tenth of the server's CPU.
-fn reap_tick_after(spent: Duration) -> Duration {
-    REAP_TICK.max(spent * 20)
+/// The reaper's next tick after a pass that took `spent` and saw `reaped`: at
+/// most a twentieth of a core while all is calm. A pass lists every descriptor;
+/// at 5,000 agents that is 6,000 entries of `/proc/self/fd`, and ten passes a
+/// second took a tenth of the server's CPU. Under pressure (many idle
+/// connections, a limit near, connections starved) it stays at [`REAP_TICK`]:
+/// closing is what frees room, and backing off there doubled health's p99 with
+/// 10,000 idle connections (`scripts/bench-hostile.sh`).
+fn reap_tick_after(spent: Duration, reaped: &Reaped, policy: &IdlePolicy) -> Duration {
+    let pressed = reaped.without_request > policy.pressure_above
+        || reaped.descriptor_pressure
+        || reaped.thread_pressure
+        || reaped.starved > 0;
+    if pressed {
+        REAP_TICK
+    } else {
+        REAP_TICK.max(spent * 20)
+    }
 }
 /// At most one "near the descriptor limit" warning this often.
 const PRESSURE_WARN_EVERY: Duration = Duration::from_secs(60);
@@ -185,7 +197,7 @@ pub fn start(
                     conns::name_inherited_threads((tid > 0).then_some(tid), &mut named);
                     last_naming = Instant::now();
                 }
-                tick = reap_tick_after(started.elapsed());
+                tick = reap_tick_after(started.elapsed(), &reaped, &policy);
             }
         })?;
     Ok(HttpServer { workers, done })
@@ -407,11 +419,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_costly_reaper_pass_spaces_the_next_one_out() {
-        assert_eq!(reap_tick_after(Duration::from_millis(1)), REAP_TICK);
+    fn a_costly_reaper_pass_spaces_the_next_one_out_unless_pressed() {
+        let policy = IdlePolicy::default();
+        let calm = Reaped::default();
         assert_eq!(
-            reap_tick_after(Duration::from_millis(15)),
+            reap_tick_after(Duration::from_millis(1), &calm, &policy),
+            REAP_TICK
+        );
+        let costly = Duration::from_millis(15);
+        assert_eq!(
+            reap_tick_after(costly, &calm, &policy),
             Duration::from_millis(300)
         );
+        for pressed in [
+            Reaped {
+                without_request: policy.pressure_above + 1,
+                ..calm
+            },
+            Reaped {
+                descriptor_pressure: true,
+                ..calm
+            },
+            Reaped {
+                thread_pressure: true,
+                ..calm
+            },
+            Reaped { starved: 1, ..calm },
+        ] {
+            assert_eq!(reap_tick_after(costly, &pressed, &policy), REAP_TICK);
+        }
     }
 }
