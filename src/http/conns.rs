@@ -156,13 +156,14 @@ impl Busy {
                     .iter()
                     .all(|&fd| sockets::peer_of(fd, port) == Some(self.peer))
         }) {
-            Some(fds) if !fds.is_empty() => fds,
-            _ => {
+            Some(fds) => fds,
+            None => {
                 let live = self.tracker.live.read();
                 let high = self.tracker.high_water.load(Ordering::Relaxed);
                 let (fds, others) = sockets::find(port, self.peer, &live, high);
                 drop(live);
                 let mut seen = self.tracker.seen.lock();
+                // Added to what the last scan saw: each descriptor once.
                 for (fd, peer) in others {
                     let fds = seen.entry(peer).or_default();
                     if !fds.contains(&fd) {
@@ -172,11 +173,6 @@ impl Busy {
                 fds
             }
         };
-        // A lookup adds what it met to what the last scan saw: one descriptor
-        // may be listed twice.
-        let mut fds = fds;
-        fds.sort_unstable();
-        fds.dedup();
         let &max = fds.iter().max()?;
         self.tracker.high_water.fetch_max(max, Ordering::Relaxed);
         for &fd in &fds {

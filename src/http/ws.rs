@@ -168,6 +168,18 @@ pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<W
     })
 }
 
+/// The queue of a socket we accepted. Its eventfd is held in `busy` with the
+/// socket, so that lookups and the reaper skip it without a system call (5,000
+/// agents hold 5,000 of them).
+pub fn queue(
+    busy: &mut super::conns::Busy,
+    capacity: usize,
+) -> std::io::Result<(crate::live::Outbox<ToSocket>, Inbox<ToSocket>)> {
+    let queue = crate::live::channel::<ToSocket>(capacity)?;
+    busy.hold(queue.1.wake_fd().as_raw_fd());
+    Ok(queue)
+}
+
 /// A socket we dialled whose handshake is done (outbound agents): from now on
 /// non-blocking and polled like the sockets we accepted.
 pub fn dialled(ws: WebSocket<Stream>, fd: RawFd, peer: SocketAddr) -> Result<WsSocket, String> {
@@ -198,9 +210,9 @@ fn would_block(e: &tungstenite::Error) -> bool {
 pub struct Gone;
 
 impl WsSocket {
-    /// Waits until the socket or the inbox has something, or `timeout`. An inbox
-    /// without a wake-up descriptor is looked at when the wait ends.
-    fn wait(&self, wake: Option<BorrowedFd<'_>>, timeout: Duration) {
+    /// Waits until the socket or the inbox (`wake`, its eventfd) has something,
+    /// or `timeout`.
+    fn wait(&self, wake: BorrowedFd<'_>, timeout: Duration) {
         // SAFETY: the descriptor is open for as long as `self` holds the stream.
         let sock = unsafe { BorrowedFd::borrow_raw(self.fd) };
         let mut events = PollFlags::POLLIN;
@@ -208,14 +220,13 @@ impl WsSocket {
             events |= PollFlags::POLLOUT;
         }
         let ms = timeout.as_millis().min(u16::MAX as u128) as u16;
-        let socket = PollFd::new(sock, events);
-        let _ = match wake {
-            Some(wake) => poll(
-                &mut [socket, PollFd::new(wake, PollFlags::POLLIN)],
-                PollTimeout::from(ms),
-            ),
-            None => poll(&mut [socket], PollTimeout::from(ms)),
-        };
+        let _ = poll(
+            &mut [
+                PollFd::new(sock, events),
+                PollFd::new(wake, PollFlags::POLLIN),
+            ],
+            PollTimeout::from(ms),
+        );
     }
 
     /// The next message the peer sent, `None` when nothing more can be read now.

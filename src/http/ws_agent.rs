@@ -58,7 +58,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     };
     // Woken by an eventfd: the session thread sleeps until the agent, a
     // message for it, or its heartbeat needs it (see `ws::run`).
-    let queue = match live::channel::<ToSocket>(QUEUE) {
+    let queue = match ws::queue(&mut busy, QUEUE) {
         Ok(q) => q,
         Err(e) => {
             log::error!("Cannot create a queue for the agent socket of {peer}: {e}");

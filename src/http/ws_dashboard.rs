@@ -17,7 +17,6 @@ use super::App;
 use crate::activity;
 use crate::auth::{self, cookies, AuthFailure};
 use crate::live::{self, envelope, envelope_of, hub, ToSocket};
-use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 /// Takes over an upgrade request: the handshake and the session check run on the
@@ -50,16 +49,13 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         }
         Err(_) => return socket.close(4001, "Invalid Token"),
     };
-    let queue = match live::channel::<ToSocket>(hub::QUEUE) {
+    let queue = match ws::queue(&mut busy, hub::QUEUE) {
         Ok(q) => q,
         Err(e) => {
             log::error!("Cannot create a queue for a dashboard socket: {e}");
             return socket.close(1011, "Internal error");
         }
     };
-    if let Some(fd) = queue.1.wake_fd() {
-        busy.hold(fd.as_raw_fd());
-    }
     let name = format!("ws-dash:{}", session.username);
     let spawned = std::thread::Builder::new()
         .stack_size(256 * 1024)

@@ -14,11 +14,10 @@ use nix::sys::eventfd::{EfdFlags, EventFd};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::Arc;
 
-/// The sending end of a socket thread's queue; wakes the thread on every message
-/// (when the queue has a wake-up descriptor).
+/// The sending end of a socket thread's queue; wakes the thread on every message.
 pub struct Outbox<T> {
     tx: Sender<T>,
-    waker: Option<Arc<EventFd>>,
+    waker: Arc<EventFd>,
 }
 
 impl<T> Clone for Outbox<T> {
@@ -33,11 +32,11 @@ impl<T> Clone for Outbox<T> {
 /// The receiving end, polled together with the socket.
 pub struct Inbox<T> {
     rx: Receiver<T>,
-    waker: Option<Arc<EventFd>>,
+    waker: Arc<EventFd>,
 }
 
-/// A queue whose receiver is woken at once by an eventfd (dashboards: broadcasts
-/// go out as they happen).
+/// A queue whose receiver is woken at once by an eventfd: broadcasts and orders
+/// go out as they happen, and an idle socket thread sleeps.
 pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
     let waker = Arc::new(EventFd::from_flags(
         EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
@@ -46,12 +45,9 @@ pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
     Ok((
         Outbox {
             tx,
-            waker: Some(waker.clone()),
+            waker: waker.clone(),
         },
-        Inbox {
-            rx,
-            waker: Some(waker),
-        },
+        Inbox { rx, waker },
     ))
 }
 
@@ -68,9 +64,7 @@ impl<T> Outbox<T> {
     pub fn send(&self, msg: T) -> Result<(), Undelivered> {
         match self.tx.try_send(msg) {
             Ok(()) => {
-                if let Some(w) = &self.waker {
-                    let _ = w.write(1);
-                }
+                let _ = self.waker.write(1);
                 Ok(())
             }
             Err(TrySendError::Full(_)) => Err(Undelivered::Full),
@@ -81,15 +75,13 @@ impl<T> Outbox<T> {
 
 impl<T> Inbox<T> {
     /// The descriptor that becomes readable when a message arrives.
-    pub fn wake_fd(&self) -> Option<BorrowedFd<'_>> {
-        self.waker.as_ref().map(|w| w.as_fd())
+    pub fn wake_fd(&self) -> BorrowedFd<'_> {
+        self.waker.as_fd()
     }
 
     /// Takes every waiting message; `None` when every sender is gone.
     pub fn drain(&self) -> Option<Vec<T>> {
-        if let Some(w) = &self.waker {
-            let _ = w.read();
-        }
+        let _ = self.waker.read();
         let mut out = Vec::new();
         loop {
             match self.rx.try_recv() {
