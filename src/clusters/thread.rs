@@ -47,6 +47,11 @@ const MAX_UNRECORDED: usize = 10_000;
 pub struct EvalSender(pub crossbeam_channel::Sender<EvalMsg>);
 
 impl EvalSender {
+    /// Messages waiting for the evaluator (a gauge in `/metrics`).
+    pub fn queued(&self) -> usize {
+        self.0.len()
+    }
+
     pub fn tell(&self, msg: EvalMsg) {
         // Only fails once the thread is gone, at shutdown: nothing left to tell.
         let _ = self.0.send(msg);

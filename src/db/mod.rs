@@ -130,6 +130,12 @@ impl Db {
         ))
     }
 
+    /// Jobs waiting for the writer thread (a gauge in `/metrics`): each is a
+    /// caller blocked until its transaction commits.
+    pub fn queued_writes(&self) -> usize {
+        self.writer.len()
+    }
+
     /// Runs `f` on the writer thread inside the current batch's transaction.
     /// Returns after the transaction committed; a failed commit is an error.
     pub fn write<T, E, F>(&self, f: F) -> Result<T, E>

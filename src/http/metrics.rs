@@ -43,6 +43,10 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
         activity: app.counters.activity(),
         webhooks: app.counters.webhooks(),
         process: metrics::process::read(),
+        queues: vec![
+            ("sqlite-writer", app.db.queued_writes()),
+            ("cluster-eval", app.evaluate.queued()),
+        ],
     };
     Ok(Resp {
         status: 200,

@@ -17,6 +17,9 @@ pub struct Snapshot {
     /// `((webhook name, outcome), deliveries since start)`.
     pub webhooks: Vec<((String, String), u64)>,
     pub process: Option<ProcessFacts>,
+    /// `(queue name, items waiting)`: the server's internal queues, where a
+    /// backlog shows before latency does.
+    pub queues: Vec<(&'static str, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -492,6 +495,14 @@ pub fn render(s: &Snapshot) -> String {
         "gauge",
         "Limit on open file descriptors.",
     );
+    let mut queues = Family::new(
+        "vrrp_monitor_queue_length",
+        "gauge",
+        "Items waiting in an internal queue (sqlite-writer: write jobs; cluster-eval: readings and requests).",
+    );
+    for (queue, n) in &s.queues {
+        queues.add(&[("queue", queue)], *n as f64);
+    }
     if let Some(p) = &s.process {
         rss.add(&[], p.resident_memory_bytes as f64);
         threads.add(&[], p.threads as f64);
@@ -507,7 +518,7 @@ pub fn render(s: &Snapshot) -> String {
     ]
     .into_iter()
     .chain(counters)
-    .chain([incidents, activity, webhooks, rss, threads, fds, max_fds]);
+    .chain([incidents, activity, webhooks, queues, rss, threads, fds, max_fds]);
     for f in families {
         f.write(&mut out);
     }

@@ -32,6 +32,7 @@ fn sample() -> Snapshot {
             open_fds: 9,
             max_fds: Some(1024),
         }),
+        queues: vec![("sqlite-writer", 3), ("cluster-eval", 0)],
     }
 }
 
@@ -94,6 +95,8 @@ fn agents_incidents_counters_and_process() {
             || text.contains("process_threads 12\n")
     );
     assert!(text.contains("process_open_fds 9\n"));
+    assert!(text.contains(r#"vrrp_monitor_queue_length{queue="sqlite-writer"} 3"#));
+    assert!(text.contains(r#"vrrp_monitor_queue_length{queue="cluster-eval"} 0"#));
 }
 
 #[test]
