@@ -122,9 +122,14 @@ pub fn parse_auth(payload: &Value) -> Option<Auth> {
 
 /// A message's type and payload; `None` for a frame that is not a message.
 pub fn message(text: &str) -> Option<(String, Value)> {
-    let v: Value = serde_json::from_str(text).ok()?;
+    let mut v: Value = serde_json::from_str(text).ok()?;
     let kind = v.get("type")?.as_str()?.to_owned();
-    Some((kind, v.get("payload").cloned().unwrap_or(Value::Null)))
+    // Taken out, not copied: a reading is the bulk of every message.
+    let payload = v
+        .as_object_mut()
+        .and_then(|o| o.shift_remove("payload"))
+        .unwrap_or(Value::Null);
+    Some((kind, payload))
 }
 
 /// AUTH accepted: the connection becomes the client's current one (a previous
@@ -177,8 +182,8 @@ pub fn announce_connected(
 /// KEEPALIVED_UPDATE: normalised, stored (unless older than what is stored),
 /// told to the evaluator, then broadcast. A malformed reading is logged and
 /// dropped; what is stored stays.
-pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: &Value) {
-    let reading = match readings::normalise(payload) {
+pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
+    let reading = match readings::normalise_owned(payload) {
         Ok(r) => r,
         Err(e) => {
             log::warn!(

@@ -267,7 +267,7 @@ impl AgentSocket {
             return Flow::Continue;
         };
         match kind.as_str() {
-            "KEEPALIVED_UPDATE" => session::reading(&self.handles, client, &payload),
+            "KEEPALIVED_UPDATE" => session::reading(&self.handles, client, payload),
             "ACTIVITY" => {
                 let Some(ack) = session::activity(&self.handles, client, &payload) else {
                     return Flow::Continue;
