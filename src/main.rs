@@ -17,13 +17,13 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[used]
 #[export_name = "_rjem_malloc_conf"]
 static JEMALLOC_OPTIONS: Options = Options(
-    b"percpu_arena:percpu,tcache:false,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true\0"
+    c"percpu_arena:percpu,tcache:false,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true"
         .as_ptr(),
 );
 
 /// A C string pointer that may sit in a static (jemalloc reads it as `const char *`).
 #[repr(transparent)]
-struct Options(*const u8);
+struct Options(*const std::ffi::c_char);
 // SAFETY: it points at a static string that nothing writes.
 unsafe impl Sync for Options {}
 

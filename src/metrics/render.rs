@@ -518,7 +518,9 @@ pub fn render(s: &Snapshot) -> String {
     ]
     .into_iter()
     .chain(counters)
-    .chain([incidents, activity, webhooks, queues, rss, threads, fds, max_fds]);
+    .chain([
+        incidents, activity, webhooks, queues, rss, threads, fds, max_fds,
+    ]);
     for f in families {
         f.write(&mut out);
     }
