@@ -540,4 +540,41 @@ mod tests {
         assert!(is_about_cluster(&siteless, "|7|192.0.2.0/24"));
         assert!(!is_about_cluster(&json!({ "data": {} }), "|7|192.0.2.0/24"));
     }
+
+    #[test]
+    fn texts_name_each_records_own_host_and_leave_unknown_ones_unnamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _writer) = Db::open(&dir.path().join("a.db"), "now").unwrap();
+        db.write(|c| {
+            c.execute_batch(
+                "INSERT INTO clients (id, connection_mode, created_at, hostname, display_name)
+                   VALUES ('c1', 'inbound', 'now', 'lb-1.example', 'edge A'),
+                          ('c2', 'inbound', 'now', 'lb-2.example', ''),
+                          ('c3', 'inbound', 'now', 'lb-3.example', NULL)",
+            )?;
+            Ok::<_, DbError>(())
+        })
+        .unwrap();
+        let record = |client: Value| json!({ "kind": "keepalived.started", "clientId": client, "subject": {}, "data": {} });
+        let mut records = vec![
+            record(json!("c1")),
+            record(json!("c2")),
+            record(json!("c1")),
+            record(json!("gone")),
+            record(Value::Null),
+        ];
+        with_texts(&db, &mut records);
+        let messages: Vec<&str> = records
+            .iter()
+            .map(|r| r["message"].as_str().unwrap())
+            .collect();
+        assert_eq!(messages[0], "keepalived started on edge A.");
+        assert_eq!(
+            messages[1], "keepalived started on lb-2.example.",
+            "an empty display name falls back to the hostname"
+        );
+        assert_eq!(messages[2], messages[0]);
+        assert_eq!(messages[3], "keepalived started.");
+        assert_eq!(messages[4], "keepalived started.");
+    }
 }
