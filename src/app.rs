@@ -111,25 +111,20 @@ pub fn main() -> i32 {
     }
 }
 
-/// Allocator tuning, before other threads start.
+/// glibc's malloc tuning, before other threads start. Rust's allocations go to
+/// jemalloc (`src/main.rs`); what still reaches glibc is C code's, SQLite's
+/// above all (its page caches and statements, on the writer and on any thread
+/// that reads). The settings were measured when glibc served everything
+/// (ARCHITECTURE.md, Memory) and are kept for those:
 ///
-/// Argon2 allocates 19 MiB per password hash. glibc raises its mmap threshold after
-/// the first such block is freed, so later ones come from the heap and can stay
-/// resident for good (measured: 26 MiB instead of 8 after a login and 10,000
-/// requests). A fixed threshold gives every large block back when it is freed.
-///
-/// glibc gives threads up to 8 arenas per core. With a thread per agent (hundreds,
-/// nearly all waiting on a socket) that is many heaps each keeping its own free
-/// memory; one arena per core is as many as can be busy at once. Measured with 500
-/// outbound agents (scripts/bench-outbound.sh): see ARCHITECTURE.md, Memory.
-///
-/// No fastbins (`M_MXFAST` 0): thousands of threads share those arenas, and
-/// every allocation of a kilobyte or more (a reading's text, its JSON) made
-/// glibc consolidate the fastbins' freed chunks first. In a perf profile at
-/// 5,000 agents that consolidation was 6% of the CPU and malloc's arena locks
-/// another 7%. Small blocks still come from each thread's tcache. Measured with
-/// scripts/bench-agents.sh 5000: 473 → 405 MiB resident, reading → dashboard
-/// p99 22.6 → 7.6 ms.
+/// - a fixed mmap threshold (128 KiB): glibc otherwise raises it after the first
+///   large block is freed, and later large blocks stay resident for good
+///   (measured with Argon2's 19 MiB: 26 MiB instead of 8 after a login);
+/// - one arena per core (`M_ARENA_MAX`), not up to 8: with a thread per
+///   connection, every extra arena keeps its own free memory;
+/// - no fastbins (`M_MXFAST` 0): with thousands of threads sharing those arenas,
+///   their consolidation on every allocation of a kilobyte or more was 6% of the
+///   CPU at 5,000 agents.
 fn tune_malloc() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

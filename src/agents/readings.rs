@@ -63,13 +63,9 @@ fn normalise_instance(v: &mut Value, at: &str) -> Result<(), Malformed> {
 }
 
 /// Checks a reading's shape and rewrites its state words; unknown fields stay.
-/// Fields only the server sets are dropped from what an agent sent.
-pub fn normalise(payload: &Value) -> Result<Map<String, Value>, Malformed> {
-    normalise_owned(payload.clone())
-}
-
-/// [`normalise`] of a reading the caller no longer needs (no copy).
-pub fn normalise_owned(payload: Value) -> Result<Map<String, Value>, Malformed> {
+/// Fields only the server sets are dropped from what an agent sent. Takes the
+/// reading by value: it is rewritten in place, never copied.
+pub fn normalise(payload: Value) -> Result<Map<String, Value>, Malformed> {
     let Value::Object(mut obj) = payload else {
         return Err(Malformed("not an object".into()));
     };
@@ -158,7 +154,7 @@ fn read_out(
     last_known: Option<String>,
 ) -> Option<Value> {
     let stored: Value = serde_json::from_str(payload).ok()?;
-    let reading = match normalise_owned(stored) {
+    let reading = match normalise(stored) {
         Ok(r) => r,
         Err(e) => {
             log::error!(
@@ -361,7 +357,7 @@ mod tests {
 
     #[test]
     fn normalise_keeps_unknown_fields_and_fixes_states() {
-        let r = normalise(&json!({
+        let r = normalise(json!({
             "clientId": "forged", "collectedAt": "t", "running": true, "futureField": {"a": 1},
             "instances": [{"name": "VI_1", "state": "BECOMING_MASTER", "wantedState": 2, "vrid": 51, "newThing": true}],
             "syncGroups": [{"name": "SG", "state": "master", "instances": ["VI_1"]}]
@@ -391,29 +387,29 @@ mod tests {
             json!({"collectedAt": "t", "running": true, "instances": [{"state": "MASTER"}]}),
             json!({"collectedAt": "t", "running": true, "instances": [{"name": "x", "vips": "1.2.3.4"}]}),
         ] {
-            assert!(normalise(&bad).is_err(), "{bad}");
+            assert!(normalise(bad.clone()).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn last_known_instances_rules() {
-        let with = normalise(&json!({"collectedAt": "t", "running": true, "instances": [{"name": "VI_1", "state": "MASTER", "stats": {"x": 1}}]})).unwrap();
+        let with = normalise(json!({"collectedAt": "t", "running": true, "instances": [{"name": "VI_1", "state": "MASTER", "stats": {"x": 1}}]})).unwrap();
         let known = next_last_known(&with, None).unwrap();
         assert_eq!(known[0]["name"], "VI_1");
         assert!(known[0].get("stats").is_none(), "counters are left out");
-        let stopped = normalise(&json!({"collectedAt": "t", "running": false})).unwrap();
+        let stopped = normalise(json!({"collectedAt": "t", "running": false})).unwrap();
         assert_eq!(
             next_last_known(&stopped, Some(known.clone())),
             Some(known.clone())
         );
         let unreadable =
-            normalise(&json!({"collectedAt": "t", "running": true, "error": "no CAP_KILL"}))
+            normalise(json!({"collectedAt": "t", "running": true, "error": "no CAP_KILL"}))
                 .unwrap();
         assert_eq!(
             next_last_known(&unreadable, Some(known.clone())),
             Some(known.clone())
         );
-        let empty = normalise(&json!({"collectedAt": "t", "running": true})).unwrap();
+        let empty = normalise(json!({"collectedAt": "t", "running": true})).unwrap();
         assert_eq!(next_last_known(&empty, Some(known)), None);
     }
 
@@ -432,7 +428,7 @@ mod tests {
     }
 
     fn reading(collected: &str) -> Map<String, Value> {
-        normalise(&json!({ "running": true, "collectedAt": collected })).unwrap()
+        normalise(json!({ "running": true, "collectedAt": collected })).unwrap()
     }
 
     #[test]

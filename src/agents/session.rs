@@ -127,7 +127,7 @@ pub fn message(text: &str) -> Option<(String, Value)> {
     // Taken out, not copied: a reading is the bulk of every message.
     let payload = v
         .as_object_mut()
-        .and_then(|o| o.shift_remove("payload"))
+        .and_then(|o| o.remove("payload"))
         .unwrap_or(Value::Null);
     Some((kind, payload))
 }
@@ -183,7 +183,7 @@ pub fn announce_connected(
 /// told to the evaluator, then broadcast. A malformed reading is logged and
 /// dropped; what is stored stays.
 pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
-    let reading = match readings::normalise_owned(payload) {
+    let reading = match readings::normalise(payload) {
         Ok(r) => r,
         Err(e) => {
             log::warn!(
