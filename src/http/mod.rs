@@ -45,6 +45,16 @@ const WORKERS: usize = 8;
 /// The listen backlog (the kernel caps it at `net.core.somaxconn`): a fleet
 /// reconnecting after a restart arrives faster than one accept thread takes it.
 const BACKLOG: i32 = 4096;
+/// How long the kernel keeps a new connection to itself until its first bytes
+/// arrive (TCP_DEFER_ACCEPT, rounded up by Linux to its SYN-ACK retransmission
+/// steps: 1 + 2 + 4 + 8 + 16 s). Every HTTP client speaks first, so a request
+/// is accepted the moment it arrives; a connection that says nothing costs a
+/// kernel request socket instead of tiny_http's thread and two descriptors.
+/// 10,000 such connections were the limit of this design (issue 19); with the
+/// deferral up to the backlog's worth of them never reach us. When it runs
+/// out the kernel hands the connection over all the same, and the reaper's
+/// first-request timeout applies from there.
+const DEFER_ACCEPT_SECS: i32 = 30;
 /// How often the reaper looks at the connections: a starved connection waits at
 /// most about this long, a slowloris a tick past its timeout. Longer when a
 /// look is costly ([`reap_tick_after`]).
@@ -89,6 +99,9 @@ pub fn start(
         use std::os::fd::AsRawFd;
         if let Err(e) = sockets::set_backlog(listener.as_raw_fd(), BACKLOG) {
             log::warn!("Cannot raise the listen backlog to {BACKLOG}: {e}");
+        }
+        if let Err(e) = sockets::set_defer_accept(listener.as_raw_fd(), DEFER_ACCEPT_SECS) {
+            log::warn!("Cannot have the kernel hold HTTP connections until their first bytes: {e}");
         }
         if let Err(e) = sockets::set_nodelay(listener.as_raw_fd()) {
             log::warn!("Cannot turn Nagle's algorithm off for HTTP connections: {e}");

@@ -249,6 +249,27 @@ pub fn set_nodelay(fd: RawFd) -> std::io::Result<()> {
     }
 }
 
+/// Has the kernel hold a new connection until its first bytes arrive, for at
+/// most about `seconds` (TCP_DEFER_ACCEPT): `accept` does not return it before.
+/// A connection the kernel holds is a request socket, with no descriptor here.
+pub fn set_defer_accept(fd: RawFd, seconds: i32) -> std::io::Result<()> {
+    // SAFETY: TCP_DEFER_ACCEPT takes an int; `seconds` outlives the call.
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_DEFER_ACCEPT,
+            (&seconds as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Takes an upgraded connection away from tiny_http and returns a descriptor of
 /// our own for it. `theirs` are tiny_http's descriptors of the socket (its reader
 /// and its writer).
@@ -308,6 +329,41 @@ mod tests {
         let _c = std::net::TcpStream::connect(plain.local_addr().expect("addr")).expect("connect");
         let (a, _) = plain.accept().expect("accept");
         assert!(!a.nodelay().expect("getsockopt"), "off unless asked for");
+    }
+
+    #[test]
+    fn a_deferring_listener_hands_over_a_connection_only_once_it_speaks() {
+        use std::io::Write;
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        set_defer_accept(listener.as_raw_fd(), 30).expect("setsockopt");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let addr = listener.local_addr().expect("addr");
+        // Established for the client, the handshake done.
+        let mut quiet = std::net::TcpStream::connect(addr).expect("connect");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let early = listener.accept();
+        assert!(
+            early
+                .as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock),
+            "a silent connection was handed over: {early:?}"
+        );
+        quiet.write_all(b"GET / HTTP/1.1\r\n").expect("write");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            match listener.accept() {
+                Ok((_, peer)) => {
+                    assert_eq!(peer, quiet.local_addr().expect("addr"));
+                    break;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(std::time::Instant::now() < deadline, "never handed over");
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("accept: {e}"),
+            }
+        }
     }
 
     #[test]

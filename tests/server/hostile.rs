@@ -92,8 +92,8 @@ fn idle_slow_and_deaf_clients_do_not_stop_agents_dashboards_or_health() {
 }
 
 /// The open-file limit (soft and hard) of the server in the test below: well
-/// above what it needs idle (about 40), well below what the idle connections
-/// take (two descriptors each in tiny_http).
+/// above what it needs idle (about 40), well below what the kept-alive
+/// connections take (two descriptors each in tiny_http).
 const LOW_LIMIT: u64 = 256;
 const TOO_MANY: usize = 400;
 const ACCEPT_FAILED: &str = "Accepting HTTP connections failed";
@@ -124,11 +124,18 @@ fn running_out_of_descriptors_stops_accepting_only_for_a_while() {
     let admin = server.admin();
     let agent = server.register_agent(&admin, "lb-descriptors");
 
-    // More idle connections than the server has descriptors for. The kernel
-    // completes them all (the backlog is 4096); the server accepts until it has
-    // no descriptor left, and its accept thread fails.
+    // More connections than the server has descriptors for, each with a
+    // request it sent and does not read the answer to (one that sends nothing
+    // stays with the kernel). The kernel completes them all (the backlog is
+    // 4096); the server accepts until it has no descriptor left, and its accept
+    // thread fails.
     let idle: Vec<TcpStream> = (0..TOO_MANY)
-        .map(|_| TcpStream::connect(("127.0.0.1", server.port())).unwrap())
+        .map(|_| {
+            let mut c = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+            c.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n")
+                .unwrap();
+            c
+        })
         .collect();
     assert!(
         server.wait_log(ACCEPT_FAILED),
