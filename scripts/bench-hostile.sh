@@ -6,6 +6,9 @@
 # what the server closed, the agents' figures and the server's peak threads,
 # descriptors and memory. Loopback only.
 #   scripts/bench-hostile.sh [IDLE] [SECONDS] [SLOWLORIS]   (default: 10000 60 20)
+# The idle connections never send a byte (the kernel holds them: TCP_DEFER_ACCEPT);
+# BENCH_KEPT_ALIVE=1 has each ask for /api/v1/ping first and then stay idle, so
+# that every one of them is the server's to hold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 idle=${1:-10000}
@@ -16,8 +19,10 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 source scripts/lib/bench-server.sh
 start_server
 login_admin
+if [ "${BENCH_KEPT_ALIVE:-0}" = 1 ]; then idle_kind=(--kept-alive); else idle_kind=(); fi
 target/release/vrrp-load hostile "127.0.0.1:$port" --token "$token" --idle "$idle" \
-  --slowloris "$slowloris" --seconds "$seconds" --server-pid "$pid"
+  --slowloris "$slowloris" --seconds "$seconds" --server-pid "$pid" \
+  "${idle_kind[@]}"
 echo "server warnings: $(grep -c 'WARN' "$data/server.log" || true)"
 echo "server errors:   $(grep -c 'ERROR' "$data/server.log" || true)"
 grep -h 'WARN\|ERROR' "$data/server.log" | cut -c26- | sort | uniq -c | sort -rn | head -5 || true

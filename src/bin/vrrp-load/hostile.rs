@@ -29,6 +29,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let agent_count = number(args, "--agents", 50)?;
     let seconds = number(args, "--seconds", 60)? as u64;
     let pid = flag(args, "--server-pid");
+    // Idle connections that asked one thing first (a browser's kept-alive
+    // connection), rather than ones that never speak.
+    let kept_alive = args.iter().any(|a| a == "--kept-alive");
 
     let identities = register(&addr, &cookie, agent_count)?;
     let epoch = Instant::now();
@@ -77,7 +80,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         let share = idle / openers + usize::from(k < idle % openers);
         let (addr, counts, stop) = (addr.clone(), counts.clone(), stop.clone());
         helpers.push(std::thread::spawn(move || {
-            hold_idle(&addr, share, &counts, &stop)
+            hold_idle(&addr, share, kept_alive, &counts, &stop)
         }));
     }
     for _ in 0..slowloris {
@@ -122,7 +125,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
             .map_or(0.0, |d| ms(*d))
     };
-    println!("hostile clients for {seconds} s: {idle} idle connections kept open (reopened when closed), {slowloris} slowloris, 1 dashboard that never reads");
+    let kind = if kept_alive {
+        "kept alive after one request"
+    } else {
+        "silent"
+    };
+    println!("hostile clients for {seconds} s: {idle} idle connections ({kind}) kept open (reopened when closed), {slowloris} slowloris, 1 dashboard that never reads");
     println!(
         "idle connections:        {} opened, {} closed by the server, {} connects failed",
         counts.idle_opened.load(Ordering::Relaxed),
@@ -160,9 +168,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Keeps `share` idle connections open: connects, and replaces each one the
-/// server closes.
-fn hold_idle(addr: &str, share: usize, counts: &Counts, stop: &AtomicBool) {
+/// Keeps `share` idle connections open: connects (and asks for `/api/v1/ping`
+/// first when `kept_alive`), and replaces each one the server closes.
+fn hold_idle(addr: &str, share: usize, kept_alive: bool, counts: &Counts, stop: &AtomicBool) {
     let Ok(sa) = fleet::resolve(addr) else {
         return;
     };
@@ -170,7 +178,11 @@ fn hold_idle(addr: &str, share: usize, counts: &Counts, stop: &AtomicBool) {
     while !stop.load(Ordering::Relaxed) {
         while open.len() < share && !stop.load(Ordering::Relaxed) {
             match TcpStream::connect_timeout(&sa, Duration::from_secs(2)) {
-                Ok(s) => {
+                Ok(mut s) => {
+                    if kept_alive {
+                        // The answer is read (and ignored) by the check below.
+                        let _ = s.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n");
+                    }
                     s.set_nonblocking(true).ok();
                     counts.idle_opened.fetch_add(1, Ordering::Relaxed);
                     open.push(s);
