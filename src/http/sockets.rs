@@ -231,35 +231,25 @@ pub fn set_backlog(fd: RawFd, backlog: i32) -> std::io::Result<()> {
 /// chunks) and a WebSocket frame after another wait for the peer's delayed ACK:
 /// up to 40 ms each.
 pub fn set_nodelay(fd: RawFd) -> std::io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: TCP_NODELAY takes an int; `on` outlives the call.
-    let rc = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::IPPROTO_TCP,
-            libc::TCP_NODELAY,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    set_tcp_int(fd, libc::TCP_NODELAY, 1)
 }
 
 /// Has the kernel hold a new connection until its first bytes arrive, for at
 /// most about `seconds` (TCP_DEFER_ACCEPT): `accept` does not return it before.
 /// A connection the kernel holds is a request socket, with no descriptor here.
 pub fn set_defer_accept(fd: RawFd, seconds: i32) -> std::io::Result<()> {
-    // SAFETY: TCP_DEFER_ACCEPT takes an int; `seconds` outlives the call.
+    set_tcp_int(fd, libc::TCP_DEFER_ACCEPT, seconds)
+}
+
+/// Sets a TCP-level socket option whose value is an int.
+fn set_tcp_int(fd: RawFd, option: libc::c_int, value: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: both options set here take an int; `value` outlives the call.
     let rc = unsafe {
         libc::setsockopt(
             fd,
             libc::IPPROTO_TCP,
-            libc::TCP_DEFER_ACCEPT,
-            (&seconds as *const libc::c_int).cast(),
+            option,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
