@@ -230,7 +230,8 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Webhook> {
 
 pub fn list(db: &Db) -> Result<Vec<Webhook>, DbError> {
     db.read(|c| {
-        let mut stmt = c.prepare("SELECT * FROM webhooks ORDER BY name COLLATE NOCASE, id")?;
+        let mut stmt =
+            c.prepare_cached("SELECT * FROM webhooks ORDER BY name COLLATE NOCASE, id")?;
         let rows = stmt
             .query_map([], from_row)?
             .collect::<Result<Vec<_>, _>>()?;
