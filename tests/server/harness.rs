@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub const ADMIN_PASSWORD: &str = "first-run-secret-pw";
+/// A keep-alive `GET /api/v1/ping`, for tests that speak raw HTTP.
+pub const PING_REQUEST: &[u8] = b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n";
 
 pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_vrrp-monitor")
@@ -444,6 +446,13 @@ impl Server {
         std::thread::sleep(Duration::from_millis(50));
         let launch = std::mem::replace(&mut self.launch, Launch::new());
         (status, launch)
+    }
+
+    /// How many descriptors the server has open, from /proc.
+    pub fn descriptors(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .unwrap()
+            .count()
     }
 
     /// The server's thread names, from /proc.

@@ -6,7 +6,7 @@
 //! of descriptors for real (a server started with a low open-file limit) stops
 //! accepting only for a while.
 
-use crate::harness::{fatal_lines, parse_log, reading, Auth, Launch, Server};
+use crate::harness::{fatal_lines, parse_log, reading, Auth, Launch, Server, PING_REQUEST};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
@@ -132,8 +132,7 @@ fn running_out_of_descriptors_stops_accepting_only_for_a_while() {
     let idle: Vec<TcpStream> = (0..TOO_MANY)
         .map(|_| {
             let mut c = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-            c.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n")
-                .unwrap();
+            c.write_all(PING_REQUEST).unwrap();
             c
         })
         .collect();

@@ -114,8 +114,7 @@ fn threads_are_named_after_their_job() {
 
 /// Sends one request on a connection and reads the answer's status line.
 fn ask(conn: &mut TcpStream) -> String {
-    conn.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
+    conn.write_all(PING_REQUEST).unwrap();
     let mut buf = [0u8; 512];
     let n = conn.read(&mut buf).unwrap_or(0);
     String::from_utf8_lossy(&buf[..n])
@@ -178,8 +177,7 @@ fn closed_by_server(stream: &mut TcpStream) -> bool {
 fn idle_keep_alive_connections_are_closed() {
     let server = Server::start();
     let mut conn = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
-    conn.write_all(b"GET /api/v1/ping HTTP/1.1\r\nHost: x\r\n\r\n")
-        .unwrap();
+    conn.write_all(PING_REQUEST).unwrap();
     let mut buf = [0u8; 1024];
     let n = conn.read(&mut buf).unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
@@ -198,11 +196,6 @@ fn idle_keep_alive_connections_are_closed() {
 #[test]
 fn thousands_of_idle_connections_cannot_exhaust_the_server() {
     let server = Server::start();
-    let descriptors = || {
-        std::fs::read_dir(format!("/proc/{}/fd", server.pid()))
-            .unwrap()
-            .count()
-    };
     let health_is_quick = || {
         let t = Instant::now();
         assert_eq!(server.get("/api/health", Auth::None).status, 200);
@@ -212,7 +205,7 @@ fn thousands_of_idle_connections_cannot_exhaust_the_server() {
             t.elapsed()
         );
     };
-    let before = descriptors();
+    let before = server.descriptors();
     // Connections that never send a byte stay with the kernel until they do
     // (TCP_DEFER_ACCEPT): no descriptor or thread of the server's. They are held
     // to the end, so that none ends during the test.
@@ -221,7 +214,7 @@ fn thousands_of_idle_connections_cannot_exhaust_the_server() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     health_is_quick();
-    let with_silent = descriptors();
+    let with_silent = server.descriptors();
     assert!(
         with_silent < before + 32,
         "{before} descriptors before, {with_silent} with 2000 silent connections"
