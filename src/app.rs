@@ -21,7 +21,7 @@ use crate::clusters;
 use crate::config::settings::{Settings, HISTORY_RETENTION_DEFAULT, HISTORY_RETENTION_KEY};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
-use crate::http::ws_outbound::{DialHandles, Dialer};
+use crate::http::sessions::outbound::{DialHandles, Dialer};
 use crate::http::{self, App};
 use crate::lifecycle::{self, Shutdown};
 use crate::live::Hub;

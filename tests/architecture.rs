@@ -259,7 +259,7 @@ fn the_checks_catch_what_they_are_for() {
     assert_eq!(violations(domain, &with("use crate::app::App;")).len(), 1);
     assert_eq!(violations(domain, &with("use crate::http::Resp;")).len(), 1);
     assert!(violations(
-        Path::new("src/http/ws.rs"),
+        Path::new("src/http/transport/ws.rs"),
         &with("use tungstenite::Message;")
     )
     .is_empty());

@@ -113,7 +113,7 @@ pub fn server_message(data: &[u8]) {
 /// A REST body as the HTTP layer parses it, then the validators of the settings
 /// and webhook routes: a refusal always names a field.
 pub fn rest_body(data: &[u8]) {
-    let Ok(body) = vrrp_monitor::http::validate::Body::parse(data) else {
+    let Ok(body) = vrrp_monitor::http::api::validate::Body::parse(data) else {
         return;
     };
     if let Err((field, message)) = vrrp_monitor::config::settings::validate_update(body.object()) {

@@ -2,7 +2,7 @@
 //! inbound agent gets its identity ([`registration`]), the last reading of each
 //! ([`readings`]) and which agents are connected now ([`registry`]).
 //!
-//! The sockets themselves are served by `http::ws_agent`; everything an agent
+//! The sockets themselves are served by `http::sessions::agent`; everything an agent
 //! session decides lives here, so that both connection directions share it.
 
 pub mod clients;

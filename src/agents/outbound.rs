@@ -3,7 +3,7 @@
 //! told when a registration fails (the reasons of the spec's table).
 //!
 //! The dialling itself (sockets, the `dial:<client>` threads) is in
-//! `http::ws_outbound`; the session after AUTH is `agents::session`, the same
+//! `http::sessions::outbound`; the session after AUTH is `agents::session`, the same
 //! as for inbound agents.
 
 use chrono::Duration;

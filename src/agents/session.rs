@@ -2,7 +2,7 @@
 //! checks (stages 1 to 5), AUTH, and what becomes of readings, activity and the
 //! end of a connection.
 //!
-//! The socket itself is served by `http::ws_agent` (inbound); outbound dialling
+//! The socket itself is served by `http::sessions::agent` (inbound); outbound dialling
 //! will use the same functions. Everything here works on [`SessionHandles`], the
 //! narrow set of shared parts a session touches, never on the whole `App`.
 

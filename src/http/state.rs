@@ -62,7 +62,7 @@ pub struct App {
     /// The parts an agent session uses, in either direction.
     pub(crate) session: SessionHandles,
     /// The `dial:<client>` threads of outbound agents.
-    pub outbound: Arc<super::ws_outbound::Dialer>,
+    pub outbound: Arc<super::sessions::outbound::Dialer>,
     /// The first-run administrator and the file holding its generated password,
     /// removed once that password is changed.
     pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,

@@ -6,7 +6,7 @@
 //! `Counters` are the only state this module owns: the activity events stored
 //! and the webhook delivery outcomes since start, bumped by the activity sink and
 //! the webhook threads. `process` reads the server's own RSS, threads and open
-//! descriptors from `/proc/self`. The HTTP route (`http::metrics`) gathers the
+//! descriptors from `/proc/self`. The HTTP route (`http::api::metrics`) gathers the
 //! snapshot; nothing here knows HTTP.
 //!
 //! Per-instance series use keepalived-exporter's names and labels

@@ -165,7 +165,7 @@ fn every_thread_of_a_busy_server_is_in_the_thread_map() {
 
 /// tiny_http parks one of its threads per upgraded socket until that socket
 /// ends. The server takes each WebSocket away from it at the upgrade
-/// (`http::sockets::detach`), so a fleet's sockets cost one thread each, not
+/// (`http::transport::sockets::detach`), so a fleet's sockets cost one thread each, not
 /// two; and the sockets still work both ways afterwards.
 #[test]
 fn an_open_websocket_holds_no_http_thread() {

@@ -3,13 +3,13 @@
 //! Validates the query, then reads the history held in memory
 //! (`clusters::history::mirror`), never the table.
 
-use super::request::Req;
-use super::response::{ApiResult, Resp};
 use super::validate::invalid;
-use super::App;
 use crate::auth::Session;
 use crate::clock::iso;
 use crate::clusters::history;
+use crate::http::request::Req;
+use crate::http::response::{ApiResult, Resp};
+use crate::http::App;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 
@@ -18,7 +18,10 @@ const DEFAULT_WINDOW_DAYS: i64 = 30;
 /// The longest window asked for (ten years; more is a typo).
 const MAX_WINDOW_DAYS: i64 = 3660;
 
-fn time_param(req: &Req, name: &str) -> Result<Option<DateTime<Utc>>, super::response::ApiError> {
+fn time_param(
+    req: &Req,
+    name: &str,
+) -> Result<Option<DateTime<Utc>>, crate::http::response::ApiError> {
     match req.query_param(name) {
         None | Some("") => Ok(None),
         Some(t) => DateTime::parse_from_rfc3339(t)
@@ -31,7 +34,7 @@ fn time_param(req: &Req, name: &str) -> Result<Option<DateTime<Utc>>, super::res
 fn window(
     app: &App,
     req: &Req,
-) -> Result<(DateTime<Utc>, DateTime<Utc>), super::response::ApiError> {
+) -> Result<(DateTime<Utc>, DateTime<Utc>), crate::http::response::ApiError> {
     let from = time_param(req, "from")?;
     let to = time_param(req, "to")?.unwrap_or_else(|| app.clock.now());
     let from = from.unwrap_or(to - Duration::days(DEFAULT_WINDOW_DAYS));

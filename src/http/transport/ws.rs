@@ -57,7 +57,7 @@ pub fn ws_config() -> WebSocketConfig {
 }
 
 /// A header of a request still in tiny_http's hands (an upgrade is answered before
-/// it becomes a [`super::request::Req`]).
+/// it becomes a [`crate::http::request::Req`]).
 pub fn header<'a>(rq: &'a tiny_http::Request, name: &str) -> Option<&'a str> {
     rq.headers()
         .iter()

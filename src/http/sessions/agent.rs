@@ -5,13 +5,13 @@
 //! what becomes of readings and activity is `agents::session`; this module moves
 //! frames between it and the socket.
 
-use super::conns::ConnTracker;
-use super::request::percent_decode;
-use super::ws::{self, Flow, Session, WsSocket};
-use super::App;
 use crate::agents::clients::{ClientRecord, Mode};
 use crate::agents::session::{self, SessionHandles};
 use crate::config::values::canonical_ip;
+use crate::http::request::percent_decode;
+use crate::http::transport::conns::ConnTracker;
+use crate::http::transport::ws::{self, Flow, Session, WsSocket};
+use crate::http::App;
 use crate::live::{self, envelope, ToSocket};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
@@ -44,7 +44,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     };
     let client_id = param("clientId");
     let bearer = ws::header(&rq, "authorization")
-        .and_then(super::request::bearer)
+        .and_then(crate::http::request::bearer)
         .map(str::to_owned);
     let token = param("token").or(bearer).filter(|t| !t.is_empty());
     let Some(peer) = rq.remote_addr().copied() else {

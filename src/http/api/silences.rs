@@ -1,12 +1,12 @@
 //! `/api/v1/silences`: list, create and end maintenance windows (issue 20).
 //! Validates, then calls `activity::silences`.
 
-use super::request::Req;
-use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
-use super::App;
 use crate::activity::silences;
 use crate::auth::Session;
+use crate::http::request::Req;
+use crate::http::response::{ApiError, ApiResult, Resp};
+use crate::http::App;
 use serde_json::json;
 
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {

@@ -1,11 +1,11 @@
 //! `/api/v1/settings/...`: the settings block and the cleanup schedulers.
 
-use super::request::Req;
-use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
-use super::App;
 use crate::auth::Session;
 use crate::config::settings;
+use crate::http::request::Req;
+use crate::http::response::{ApiError, ApiResult, Resp};
+use crate::http::App;
 use crate::schedulers::{Scheduler, Trigger};
 use serde_json::json;
 

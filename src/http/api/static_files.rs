@@ -7,8 +7,8 @@
 //! their version in the file name and are cached for a year; our own modules keep
 //! their names, so they are revalidated (ETag from the content) on each load.
 
-use super::request::Req;
-use super::response::Resp;
+use crate::http::request::Req;
+use crate::http::response::Resp;
 use sha2::Digest;
 
 include!(concat!(env!("OUT_DIR"), "/static_files.rs"));

@@ -3,7 +3,7 @@
 //! [`Dialer`] owns one `dial:<client>` thread per outbound client. The thread
 //! owns that client's socket and reconnect ladder (`agents::outbound`): it
 //! dials `/ws/agent` with both halves of the identity, runs the same session as
-//! an inbound agent (`ws_agent::serve_session`), and after a failure or the end
+//! an inbound agent (`agent::serve_session`), and after a failure or the end
 //! of a session waits its step of the ladder on the server's clock. A reconnect
 //! order (the API's reconnect, a changed address) closes the open socket and
 //! dials at once; deleting the client ends the thread.
@@ -12,8 +12,7 @@
 //! secret, a fresh token and client id, then the first `/ws/agent` session; the
 //! client is stored only once that session's AUTH arrived.
 
-use super::ws::{self, Stream, WsSocket};
-use super::ws_agent::{self, First};
+use super::agent::{self, First};
 use crate::agents::clients::{self, ClientRecord, NewOutbound};
 use crate::agents::outbound::{
     self, dial_error, failure_reason, reconnect_delay, RegistrationEnd, Target, DIAL_TIMEOUT_SECS,
@@ -23,6 +22,7 @@ use crate::auth::sealed::SealKey;
 use crate::clock::SharedClock;
 use crate::config::values::canonical_ip;
 use crate::db::DbError;
+use crate::http::transport::ws::{self, Stream, WsSocket};
 use crate::lifecycle::Shutdown;
 use crate::live::{self, envelope, Outbox, ToSocket};
 use crate::secrets::random_hex;
@@ -270,7 +270,7 @@ impl DialThread {
                     Dial::Open(open) => {
                         let (socket, client) = *open;
                         let until = self.handles.clock.now()
-                            + chrono::Duration::seconds(ws_agent::AUTH_WINDOW_SECS);
+                            + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
                         (socket, First::AwaitAuth(until), client)
                     }
                     Dial::Failed(started, e) => {
@@ -306,7 +306,7 @@ impl DialThread {
     }
 
     fn serve(&self, socket: WsSocket, first: First, client: ClientRecord) {
-        let queue = match live::channel::<ToSocket>(ws_agent::QUEUE) {
+        let queue = match live::channel::<ToSocket>(agent::QUEUE) {
             Ok(q) => q,
             Err(e) => {
                 log::error!("Cannot create a queue for an agent socket: {e}");
@@ -315,7 +315,7 @@ impl DialThread {
         };
         *self.current.lock() = Some(queue.0.clone());
         let source = canonical_ip(socket.peer.ip());
-        ws_agent::serve_session(
+        agent::serve_session(
             self.handles.session.clone(),
             socket,
             queue,
@@ -540,7 +540,7 @@ fn register_at(
 /// The first session's AUTH, read before the client is stored (within the
 /// AUTH window).
 fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String> {
-    let until = clock.now() + chrono::Duration::seconds(ws_agent::AUTH_WINDOW_SECS);
+    let until = clock.now() + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
     loop {
         match socket.receive_one(Duration::from_millis(50)) {
             None | Some(ws::Received::Pong) => {}
@@ -554,7 +554,7 @@ fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String
             Some(ws::Received::Closed) => return Err("the agent closed the connection".into()),
         }
         if clock.now() >= until {
-            return Err(format!("no AUTH within {} s", ws_agent::AUTH_WINDOW_SECS));
+            return Err(format!("no AUTH within {} s", agent::AUTH_WINDOW_SECS));
         }
     }
 }

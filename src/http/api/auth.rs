@@ -1,12 +1,12 @@
 //! Session routes: login, logout, who am I, and the login-method discovery.
 
-use super::request::Req;
-use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
-use super::App;
 use crate::auth::users;
 use crate::auth::{cookies, oidc, password, rate_limit::Decision, Session};
 use crate::clock::iso;
+use crate::http::request::Req;
+use crate::http::response::{ApiError, ApiResult, Resp};
+use crate::http::App;
 use serde_json::json;
 
 pub const INVALID_CREDENTIALS: &str = "Invalid credentials";

@@ -3,7 +3,7 @@
 //! A mismatch is a 400 `{error: "<field path>: <message>"}` naming only the first
 //! offending field, in the order the route declares its fields.
 
-use super::response::ApiError;
+use crate::http::response::ApiError;
 use serde_json::{Map, Value};
 
 /// A JSON object body.

@@ -3,10 +3,10 @@
 //! `metrics::render` makes of it. No session: a Prometheus server scrapes it;
 //! when `security.metrics_allowed_networks` is set, only callers inside it may.
 
-use super::request::Req;
-use super::response::{ApiError, ApiResult, Resp};
-use super::state::App;
 use crate::clusters::thread::open_incidents;
+use crate::http::request::Req;
+use crate::http::response::{ApiError, ApiResult, Resp};
+use crate::http::state::App;
 use crate::metrics::{self, ClientFacts, ClusterFacts, Snapshot};
 use serde_json::Value;
 use std::net::IpAddr;

@@ -1,13 +1,13 @@
 //! `/api/v1/users`: listing and managing operators.
 
-use super::api_auth::set_session;
-use super::request::Req;
-use super::response::{AfterSent, ApiError, ApiResult, Resp};
+use super::auth::set_session;
 use super::validate::{invalid, Body};
-use super::App;
 use crate::auth::users::{self, AuthMethods, NewUser, UserError, UserUpdate};
 use crate::auth::Session;
 use crate::clock::iso;
+use crate::http::request::Req;
+use crate::http::response::{AfterSent, ApiError, ApiResult, Resp};
+use crate::http::App;
 use serde_json::json;
 
 impl From<UserError> for ApiError {

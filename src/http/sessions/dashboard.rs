@@ -11,11 +11,11 @@
 //! however large: the snapshot waits for the socket (in fragments) rather than
 //! dropping a reader whose list exceeds the write buffer.
 
-use super::conns::ConnTracker;
-use super::ws::{self, Flow, Session, WsSocket};
-use super::App;
 use crate::activity;
 use crate::auth::{self, cookies, AuthFailure};
+use crate::http::transport::conns::ConnTracker;
+use crate::http::transport::ws::{self, Flow, Session, WsSocket};
+use crate::http::App;
 use crate::live::{self, envelope, envelope_of, hub, ToSocket};
 use std::sync::Arc;
 

@@ -1,10 +1,10 @@
 //! `/api/v1/webhooks`: webhook definitions.
 
-use super::request::Req;
-use super::response::{ApiError, ApiResult, Resp};
 use super::validate::{invalid, Body};
-use super::App;
 use crate::auth::Session;
+use crate::http::request::Req;
+use crate::http::response::{ApiError, ApiResult, Resp};
+use crate::http::App;
 use crate::webhooks::store;
 use serde_json::json;
 

@@ -1,0 +1,16 @@
+//! The REST API: the route table ([`routes`]) and one module of handlers per
+//! domain, each validating its input and calling the domain; the dashboard's
+//! embedded files and `/metrics` are served from here too.
+
+pub mod activity;
+pub mod agents;
+pub mod auth;
+pub mod history;
+pub mod metrics;
+pub mod routes;
+pub mod settings;
+pub mod silences;
+pub mod static_files;
+pub mod users;
+pub mod validate;
+pub mod webhooks;
