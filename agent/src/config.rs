@@ -589,9 +589,24 @@ impl Mode {
     }
 }
 
+/// Compares in constant time (for equal lengths; the length is not secret).
+pub fn secret_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn constant_time_compare() {
+        assert!(secret_eq(b"abcdef", b"abcdef"));
+        assert!(!secret_eq(b"abcdef", b"abcdeg"));
+        assert!(!secret_eq(b"abc", b"abcdef"));
+    }
 
     fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         pairs

@@ -6,16 +6,22 @@
 //! not from `lifecycle`, which starts them.
 
 use crate::logging;
-use crate::persist::PersistHandle;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-/// Set once persistence runs, so a fatal error can flush pending writes.
-static PERSIST: OnceLock<PersistHandle> = OnceLock::new();
+/// How a fatal error flushes pending writes, waiting at most the given time.
+type Flush = Box<dyn Fn(Duration) + Send + Sync>;
 
-/// Makes a fatal error flush what persistence has pending before the process exits.
-pub fn flush_on_fatal(persist: PersistHandle) {
-    let _ = PERSIST.set(persist);
+/// Set once persistence runs, so a fatal error can flush pending writes. A
+/// function rather than the persistence handle: persistence's thread runs
+/// inside [`guard`], so naming its handle here would make the two modules
+/// import each other.
+static PERSIST: OnceLock<Flush> = OnceLock::new();
+
+/// Makes a fatal error call `flush` (persistence's, with a deadline) before the
+/// process exits.
+pub fn flush_on_fatal(flush: impl Fn(Duration) + Send + Sync + 'static) {
+    let _ = PERSIST.set(Box::new(flush));
 }
 
 /// Runs a thread body; a panic escaping it is fatal for the process.
@@ -28,8 +34,8 @@ pub fn guard<F: FnOnce()>(name: &str, f: F) {
 /// Logs at fatal level, flushes pending writes, exits 1 after 250 ms.
 pub fn fatal(msg: &str) -> ! {
     log::error!(target: logging::FATAL, "{msg}; exiting");
-    if let Some(p) = PERSIST.get() {
-        p.flush(Duration::from_secs(2));
+    if let Some(flush) = PERSIST.get() {
+        flush(Duration::from_secs(2));
     }
     std::thread::sleep(Duration::from_millis(250));
     std::process::exit(1);

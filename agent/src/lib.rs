@@ -3,25 +3,23 @@
 //! It finds keepalived, takes readings through signals and dump files, turns differences
 //! into activity events kept in a durable queue, and serves a small local web server.
 //! See "The agent" in ARCHITECTURE.md for threads, channels and who owns what.
+//!
+//! By concern: [`keepalived`] (finding, signalling and parsing keepalived, its FIFO),
+//! [`reader`] (the reader thread and change detection), [`store`] (the data
+//! directory, the event queue and its persistence), [`connection`] (the session
+//! with the server, inbound or outbound), [`registration`] (registering with a
+//! server, the setup PIN), [`web`] (the local web server); beside them start-up,
+//! configuration, logging, the clock and fatal errors.
 
 pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod connection;
-pub mod datadir;
-pub mod events;
 pub mod fatal;
-pub mod fifo;
 pub mod keepalived;
 pub mod lifecycle;
 pub mod logging;
-pub mod once;
-pub mod outbound;
-pub mod parse;
-pub mod persist;
-pub mod pin;
-pub mod queue;
 pub mod reader;
-pub mod register;
-pub mod serverapi;
+pub mod registration;
+pub mod store;
 pub mod web;

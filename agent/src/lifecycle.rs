@@ -16,14 +16,16 @@ use parking_lot::RwLock;
 use crate::clock::SystemClock;
 use crate::config::{self, Config, Mode};
 use crate::connection::{self, ConnState, ConnStatus};
-use crate::datadir::{DataDir, Identity, IdentityLoad};
 use crate::fatal::flush_on_fatal;
+use crate::keepalived::{self, fifo};
 use crate::logging;
-use crate::persist;
-use crate::queue::{ActivityQueue, Queue};
 use crate::reader::{self, FifoState, KeepalivedStatus};
-use crate::register::{PinBlock, RegShared};
-use crate::{fifo, keepalived, pin, web};
+use crate::registration::pin;
+use crate::registration::{PinBlock, RegShared};
+use crate::store::datadir::{DataDir, Identity, IdentityLoad};
+use crate::store::persist;
+use crate::store::queue::{ActivityQueue, Queue};
+use crate::web;
 
 /// The version resolved at build time (see build.rs), sent in AUTH.
 pub const VERSION: &str = env!("VRRP_AGENT_VERSION");
@@ -147,7 +149,10 @@ pub fn main() -> i32 {
         Ok(p) => p,
         Err(e) => return stop_start(&format!("cannot start the persistence thread: {e}")),
     };
-    flush_on_fatal(persist.clone());
+    let flusher = persist.clone();
+    flush_on_fatal(move |within| {
+        flusher.flush(within);
+    });
 
     let status = Arc::new(RwLock::new(KeepalivedStatus {
         fifo: if config.keepalived.notify_fifo.is_some() {

@@ -15,8 +15,8 @@ use tungstenite::Message;
 use vrrp_agent::clock::{Clock, ManualClock};
 use vrrp_agent::config::Secret;
 use vrrp_agent::connection::{self, ConnInbox, ConnState, ConnStatus, SharedConn, Target};
-use vrrp_agent::queue::Queue;
 use vrrp_agent::reader::{ReaderMsg, ReadingNote, Trigger};
+use vrrp_agent::store::queue::Queue;
 use vrrp_protocol::{ActivityEvent, Reading};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -553,7 +553,7 @@ fn wss_checks_the_certificate_unless_self_signed_is_allowed_for_this_dial() {
         .contains("certificate"));
     // The HTTP calls decide per request too: registration verifies unless allowed, the
     // reachability check always tolerates the certificate.
-    use vrrp_agent::serverapi::{self, Answer};
+    use vrrp_agent::registration::serverapi::{self, Answer};
     let url = format!("https://localhost:{}", fake2.port);
     match serverapi::register(&url, "t", "h", false) {
         Answer::Nothing(e) => assert!(e.to_lowercase().contains("certificate"), "{e}"),

@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 use vrrp_agent::config::{LogFormat, LogLevel};
-use vrrp_agent::datadir::DataDir;
-use vrrp_agent::queue::{ActivityQueue, Queue};
-use vrrp_agent::{fatal, logging, persist};
+use vrrp_agent::store::datadir::DataDir;
+use vrrp_agent::store::persist;
+use vrrp_agent::store::queue::{ActivityQueue, Queue};
+use vrrp_agent::{fatal, logging};
 use vrrp_protocol::ActivityEvent;
 
 fn child(dir: &str) -> ! {
@@ -20,7 +21,9 @@ fn child(dir: &str) -> ! {
         tx.clone(),
     );
     let (handle, _thread) = persist::spawn(dir, queue.clone(), tx, rx).unwrap();
-    fatal::flush_on_fatal(handle);
+    fatal::flush_on_fatal(move |within| {
+        handle.flush(within);
+    });
     // Two events inside the 1 s write window: not on disk yet.
     let event = |id: &str| ActivityEvent {
         id: id.into(),

@@ -13,12 +13,14 @@ use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 use vrrp_agent::clock::ManualClock;
 use vrrp_agent::config::{self, Mode};
+use vrrp_agent::connection::outbound;
 use vrrp_agent::connection::{self, ConnState, ConnStatus, SharedConn};
-use vrrp_agent::datadir::{DataDir, Identity};
-use vrrp_agent::queue::Queue;
 use vrrp_agent::reader::{KeepalivedStatus, ReaderMsg, ReadingNote, Trigger};
-use vrrp_agent::register::{PinBlock, RegShared};
-use vrrp_agent::{outbound, pin, web};
+use vrrp_agent::registration::pin;
+use vrrp_agent::registration::{PinBlock, RegShared};
+use vrrp_agent::store::datadir::{DataDir, Identity};
+use vrrp_agent::store::queue::Queue;
+use vrrp_agent::web;
 use vrrp_protocol::Reading;
 
 const TOKEN: &str = "driven-clock-token-0123456789abcdef";
@@ -126,9 +128,9 @@ impl Rig {
                 hostname: "clock-host".into(),
                 version: "9.9.9-test".into(),
                 clock: clock.clone(),
-                queue: vrrp_agent::queue::ActivityQueue::new(
+                queue: vrrp_agent::store::queue::ActivityQueue::new(
                     Queue::default(),
-                    vrrp_agent::persist::channel().0,
+                    vrrp_agent::store::persist::channel().0,
                 ),
                 save_status: Arc::new(Mutex::new(None)),
             },

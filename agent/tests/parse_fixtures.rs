@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use rand::{Rng, SeedableRng};
-use vrrp_agent::parse::{self, ParsedDump};
+use vrrp_agent::keepalived::parse::{self, ParsedDump};
 use vrrp_protocol::VrrpState::{self, *};
 
 fn fixtures() -> PathBuf {

@@ -9,11 +9,11 @@ fn text(data: &[u8]) -> Option<&str> {
 }
 
 /// Every VIP a parsed dump keeps is an address (issue 23's rule).
-fn vips_are_addresses(dump: &vrrp_agent::parse::ParsedDump) {
+fn vips_are_addresses(dump: &vrrp_agent::keepalived::parse::ParsedDump) {
     for i in &dump.instances {
         for v in &i.vips {
             assert_eq!(
-                vrrp_agent::parse::vip_of(v),
+                vrrp_agent::keepalived::parse::vip_of(v),
                 Some(v.as_str()),
                 "a kept VIP is an address: {v:?}"
             );
@@ -24,7 +24,7 @@ fn vips_are_addresses(dump: &vrrp_agent::parse::ParsedDump) {
 /// keepalived's text data dump (`keepalived.data`).
 pub fn dump_data(data: &[u8]) {
     if let Some(t) = text(data) {
-        if let Ok(dump) = vrrp_agent::parse::parse_data(t) {
+        if let Ok(dump) = vrrp_agent::keepalived::parse::parse_data(t) {
             vips_are_addresses(&dump);
         }
     }
@@ -33,14 +33,14 @@ pub fn dump_data(data: &[u8]) {
 /// keepalived's statistics dump (`keepalived.stats`).
 pub fn dump_stats(data: &[u8]) {
     if let Some(t) = text(data) {
-        let _ = vrrp_agent::parse::parse_stats(t);
+        let _ = vrrp_agent::keepalived::parse::parse_stats(t);
     }
 }
 
 /// keepalived's JSON dump (`keepalived.json`).
 pub fn dump_json(data: &[u8]) {
     if let Some(t) = text(data) {
-        if let Ok(dump) = vrrp_agent::parse::parse_json(t) {
+        if let Ok(dump) = vrrp_agent::keepalived::parse::parse_json(t) {
             vips_are_addresses(&dump);
         }
     }
@@ -94,7 +94,7 @@ pub fn agent_message(data: &[u8]) {
 pub fn server_message(data: &[u8]) {
     use vrrp_agent::connection::session::{Ctx, Session};
     let Some(t) = text(data) else { return };
-    let queue = parking_lot::Mutex::new(vrrp_agent::queue::Queue::default());
+    let queue = parking_lot::Mutex::new(vrrp_agent::store::queue::Queue::default());
     let ctx = Ctx {
         now: std::time::Instant::now(),
         utc: chrono::Utc::now(),

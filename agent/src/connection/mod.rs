@@ -13,6 +13,7 @@
 
 pub mod dial;
 pub mod ladder;
+pub mod outbound;
 pub mod session;
 
 use std::io::{self, Read, Write};
@@ -29,7 +30,6 @@ use serde_json::{json, Value};
 use tungstenite::Message;
 
 use crate::clock::SharedClock;
-use crate::outbound;
 use crate::reader::{ReadingNote, Trigger};
 pub use dial::Target;
 use ladder::Ladder;

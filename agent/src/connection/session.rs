@@ -28,16 +28,16 @@ pub trait QueueView {
     fn ack(&self, ids: &[String]) -> usize;
 }
 
-impl QueueView for crate::queue::ActivityQueue {
+impl QueueView for crate::store::queue::ActivityQueue {
     fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
         self.offer_batch(now, max)
     }
     fn ack(&self, ids: &[String]) -> usize {
-        crate::queue::ActivityQueue::ack(self, ids)
+        crate::store::queue::ActivityQueue::ack(self, ids)
     }
 }
 
-impl QueueView for parking_lot::Mutex<crate::queue::Queue> {
+impl QueueView for parking_lot::Mutex<crate::store::queue::Queue> {
     fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
         self.lock().batch(now, max)
     }
@@ -259,7 +259,7 @@ impl Session {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::Queue;
+    use crate::store::queue::Queue;
     use parking_lot::Mutex;
     use vrrp_protocol::{VrrpInstance, VrrpState};
 

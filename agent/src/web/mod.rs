@@ -20,12 +20,11 @@ use tiny_http::{Header, Method, Request, Response, Server, StatusCode};
 use vrrp_protocol::VrrpState;
 
 use crate::clock::SharedClock;
-use crate::config::Mode;
-use crate::config::{Config, Secret};
+use crate::config::{secret_eq, Config, Mode, Secret};
 use crate::connection::{self, ConnInbox, ConnMsg, SharedConn};
-use crate::datadir::DataDir;
 use crate::reader::{SharedStatus, Trigger, TriggerSource};
-use crate::register::RegShared;
+use crate::registration::RegShared;
+use crate::store::datadir::DataDir;
 
 /// The scheme the local web server speaks: `https` exactly when a `tls` block is set.
 pub fn scheme(tls: bool) -> &'static str {
@@ -111,8 +110,8 @@ pub struct WebState {
     /// The registration timeout and the AUTH window of `/ws/agent` read this clock.
     pub clock: SharedClock,
     /// Shown on the status page: how many events wait, and whether they are on disk.
-    pub queue: crate::queue::ActivityQueue,
-    pub save_status: crate::persist::SaveStatus,
+    pub queue: crate::store::queue::ActivityQueue,
+    pub save_status: crate::store::persist::SaveStatus,
 }
 
 pub struct WebHandle {
@@ -338,7 +337,7 @@ fn route(state: &WebState, req: &mut Request) -> Reply {
             json!({ "hasAuthToken": state.reg.has_identity(), "statusPage": r.status_page }),
         ),
         (Method::Get, "/api/status/server") if any_page => match state.reg.server_url() {
-            Some(url) => Reply::json(200, crate::serverapi::ping(&url)),
+            Some(url) => Reply::json(200, crate::registration::serverapi::ping(&url)),
             None => Reply::json(
                 200,
                 json!({ "configured": false, "url": null, "reachable": false, "status": null, "latencyMs": null, "error": "no serverUrl configured" }),
@@ -353,12 +352,12 @@ fn route(state: &WebState, req: &mut Request) -> Reply {
 }
 
 fn register(state: &WebState, req: &mut Request) -> Reply {
-    let err = |e: crate::register::RegError| Reply::json(e.status, e.to_json());
+    let err = |e: crate::registration::RegError| Reply::json(e.status, e.to_json());
     if !state.reg.page_open() {
         return Reply::not_found();
     }
     if req.body_length().is_some_and(|n| n > MAX_REGISTER_BODY) {
-        return err(crate::register::RegError {
+        return err(crate::registration::RegError {
             status: 413,
             stage: "input",
             message: "body: at most 8 KB".into(),
@@ -373,7 +372,7 @@ fn register(state: &WebState, req: &mut Request) -> Reply {
         .is_err()
         || body.len() > MAX_REGISTER_BODY
     {
-        return err(crate::register::RegError {
+        return err(crate::registration::RegError {
             status: 400,
             stage: "input",
             message: "body: cannot be read (at most 8 KB)".into(),
@@ -458,14 +457,6 @@ fn is_loopback(addr: Option<&SocketAddr>) -> bool {
         }
         None => false,
     }
-}
-
-/// Compares in constant time (for equal lengths; the length is not secret).
-pub fn secret_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn bearer_ok(req: &Request, token: &Secret) -> bool {
@@ -561,13 +552,6 @@ fn config_summary(state: &WebState) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn constant_time_compare() {
-        assert!(secret_eq(b"abcdef", b"abcdef"));
-        assert!(!secret_eq(b"abcdef", b"abcdeg"));
-        assert!(!secret_eq(b"abc", b"abcdef"));
-    }
 
     #[test]
     fn loopback_detection() {

@@ -8,7 +8,7 @@
 //!
 //! Both routes run their checks on the `http-worker` that took the request, so a refused
 //! socket never reaches the connection thread: `allowedNetworks` first (4003), then the
-//! route's own rules (see `crate::outbound`). `/ws/register` answers on this worker.
+//! route's own rules (see `crate::connection::outbound`). `/ws/register` answers on this worker.
 //! `/ws/agent` sends AUTH, waits for AUTH_SUCCESS, then hands the socket to the
 //! `connection` thread, which runs the same `Session` as for the socket it dials.
 
@@ -24,10 +24,10 @@ use tungstenite::{Message, WebSocket};
 
 use super::WebState;
 use crate::connection::dial::{self, Accepted, Socket, Stream};
+use crate::connection::outbound::{self, Refusal};
 use crate::connection::session::envelope;
 use crate::connection::{close_with, ConnMsg, Incoming, HANDSHAKE_TIMEOUT};
-use crate::outbound::{self, Refusal};
-use crate::register::OutboundRefused;
+use crate::registration::OutboundRefused;
 
 /// How long a refused socket waits for the peer's close reply before it is dropped.
 const CLOSE_LINGER: Duration = Duration::from_secs(1);

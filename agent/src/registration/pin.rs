@@ -45,7 +45,7 @@ impl Pin {
                 .map(|b| b.to_ascii_uppercase())
                 .collect()
         };
-        crate::web::secret_eq(&norm(&self.0), &norm(input))
+        crate::config::secret_eq(&norm(&self.0), &norm(input))
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::config::Secret;
-use crate::datadir::Identity;
+use crate::store::datadir::Identity;
 
 /// How long `/ws/register` waits for the REGISTRATION_REQUEST after the socket opened
 /// (the spec names the close, not the time; see ARCHITECTURE.md's decisions).

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
 
-use crate::datadir::DataDir;
-use crate::events::Baseline;
-use crate::queue::{ActivityQueue, PersistMsg, WriteCoalescer};
+use crate::reader::events::Baseline;
+use crate::store::datadir::DataDir;
+use crate::store::queue::{ActivityQueue, PersistMsg, WriteCoalescer};
 
 /// Handle to the persistence thread.
 #[derive(Clone)]
@@ -203,7 +203,7 @@ impl Writer {
                     "{error}. The {queued} queued events are kept in memory (at most {}) and still \
                      sent to the server; they would be lost if the agent stopped before the directory \
                      can be written again. Retrying every second",
-                    crate::queue::MAX_EVENTS
+                    crate::store::queue::MAX_EVENTS
                 );
                 *failing = Some(SaveFailure {
                     since: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),

@@ -3,6 +3,8 @@
 //! message on one channel; triggers that arrive while a reading is in flight coalesce into
 //! exactly one further reading.
 
+pub mod events;
+
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -11,10 +13,10 @@ use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::RwLock;
 use vrrp_protocol::{Reading, VrrpState};
 
-use crate::events::{self, Baseline};
 use crate::keepalived::Prober;
-use crate::persist::PersistHandle;
-use crate::queue::ActivityQueue;
+use crate::store::persist::PersistHandle;
+use crate::store::queue::ActivityQueue;
+use events::Baseline;
 
 /// Why a reading is asked for (logged at debug level).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,7 +261,7 @@ impl Reader {
             }
         }
         self.queue.push(evs);
-        // The baseline goes to disk with (never before) the queue: see persist.rs.
+        // The baseline goes to disk with (never before) the queue: see store/persist.rs.
         self.persist.set_baseline(baseline.clone());
         self.baseline = Some(baseline);
         let masters = reading

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use vrrp_protocol::ActivityEvent;
 
-use crate::events::Baseline;
+use crate::reader::events::Baseline;
 
 pub const IDENTITY: &str = "identity.json";
 pub const LAST_READING: &str = "keepalived-last.json";

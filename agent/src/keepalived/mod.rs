@@ -5,6 +5,10 @@
 //! (only SIGUSR1, SIGUSR2 and the configured JSON signal are ever sent) and the wait for
 //! complete dump files, read through `/proc/<pid>/root`. Parsing is left to `parse`.
 
+pub mod fifo;
+pub mod once;
+pub mod parse;
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -14,8 +18,7 @@ use nix::errno::Errno;
 use vrrp_protocol::Reading;
 
 use crate::config::KeepalivedConfig;
-use crate::once::{self, LoggedOnce};
-use crate::parse;
+use once::LoggedOnce;
 
 /// Distinct VIP list entries that are no address, remembered so each is logged once.
 const NOT_ADDRESSES_REMEMBERED: usize = 64;

@@ -7,16 +7,19 @@
 //! Every error names its `stage`: `input` (nothing was sent), `server` (nothing answered),
 //! `register` (a server answered and refused). Secrets never reach the log.
 
+pub mod pin;
+pub mod serverapi;
+
 use std::path::Path;
 
 use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 use crate::config::Secret;
-use crate::datadir::{DataDir, Identity};
-use crate::outbound::{self, Refusal, RegistrationRequest};
-use crate::pin::{self, Check, PinGuard};
-use crate::serverapi::{self, Answer};
+use crate::connection::outbound::{self, Refusal, RegistrationRequest};
+use crate::store::datadir::{DataDir, Identity};
+use pin::{Check, PinGuard};
+use serverapi::Answer;
 
 /// A failed registration: HTTP status, stage, text, and the field for 400s.
 #[derive(Debug, Clone, PartialEq)]
