@@ -118,6 +118,156 @@ pub struct VrrpInstance {
     /// Counters with flat snake_case keys (`advertisements_received`, ...).
     #[serde(deserialize_with = "lenient_counters")]
     pub stats: Option<BTreeMap<String, u64>>,
+    /// What keepalived tracks for this instance (scripts, interfaces, files,
+    /// processes), each with its state as keepalived words it. Optional under the
+    /// versioning rules like `excludedVips`: left out when empty.
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient_list"
+    )]
+    pub tracked: Vec<TrackedItem>,
+    /// keepalived's `Number of tracker faults` (2.3 and later); absent when unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tracker_faults: Option<u32>,
+    /// A unicast instance's peers (addresses, as keepalived lists them).
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient_list"
+    )]
+    pub unicast_peers: Vec<String>,
+    /// On a backup, the `Master router` keepalived last heard from (an address).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master_router: Option<String>,
+}
+
+/// What kind of thing keepalived tracks. An unknown word from a newer agent reads
+/// as `Other`, so a reading never fails because of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum TrackedKind {
+    /// `track_script`: a `vrrp_script` keepalived runs.
+    Script,
+    /// `track_interface`: a network interface that must be up.
+    Interface,
+    /// `track_file`: a file holding a number keepalived adds to the priority.
+    File,
+    /// `track_process`: a process that must run (a count of instances).
+    Process,
+    #[default]
+    Other,
+}
+
+impl TrackedKind {
+    /// The word used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrackedKind::Script => "script",
+            TrackedKind::Interface => "interface",
+            TrackedKind::File => "file",
+            TrackedKind::Process => "process",
+            TrackedKind::Other => "other",
+        }
+    }
+
+    pub fn from_word(word: &str) -> TrackedKind {
+        match word {
+            "script" => TrackedKind::Script,
+            "interface" => TrackedKind::Interface,
+            "file" => TrackedKind::File,
+            "process" => TrackedKind::Process,
+            _ => TrackedKind::Other,
+        }
+    }
+}
+
+impl Serialize for TrackedKind {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for TrackedKind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        Ok(v.as_str()
+            .map_or(TrackedKind::Other, TrackedKind::from_word))
+    }
+}
+
+/// One item an instance tracks (`tracked` entry of a VrrpInstance).
+#[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TrackedItem {
+    pub kind: TrackedKind,
+    /// The script's, interface's, file's or process's name in keepalived.conf.
+    pub name: String,
+    /// keepalived's own word for its state, as it writes it (`GOOD`, `BAD`,
+    /// `INIT`, `UP`, `DOWN`, ...); absent where keepalived writes none.
+    pub status: Option<String>,
+    /// A track file's current value, or a track process's count of running
+    /// processes; absent for scripts and interfaces.
+    pub value: Option<i64>,
+    /// The weight the instance gives it; absent when keepalived shows none (an
+    /// item without weight puts the instance in FAULT when it fails).
+    pub weight: Option<i64>,
+    /// Whether the item is in its good state; `false` is what can put the
+    /// instance in FAULT (or lower its priority, with a weight).
+    pub ok: bool,
+}
+
+/// Why an instance is in FAULT, as far as its reading tells (see
+/// [`VrrpInstance::fault_causes`]). The server words it; the agent puts it in
+/// `vrrp.state_changed`'s data as `causes`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FaultCause {
+    /// `script`, `interface`, `file`, `process`, or `syncGroup` when the
+    /// instance is in FAULT only because its sync group is.
+    pub kind: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub value: Option<i64>,
+}
+
+impl VrrpInstance {
+    /// The causes of a FAULT as the reading shows them: every tracked item that
+    /// is not ok and has no weight (a weighted item only lowers the priority),
+    /// or, when none of its own fails but its sync group is in FAULT, the group.
+    /// Empty when the instance is not in FAULT or no cause is reportable.
+    pub fn fault_causes(&self, sync_groups: &[SyncGroup]) -> Vec<FaultCause> {
+        if self.state != VrrpState::Fault {
+            return Vec::new();
+        }
+        let own: Vec<FaultCause> = self
+            .tracked
+            .iter()
+            .filter(|t| !t.ok && t.weight.unwrap_or(0) == 0)
+            .map(|t| FaultCause {
+                kind: t.kind.as_str().to_string(),
+                name: t.name.clone(),
+                status: t.status.clone(),
+                value: t.value,
+            })
+            .collect();
+        if !own.is_empty() {
+            return own;
+        }
+        let group = self.sync_group.as_deref().and_then(|g| {
+            sync_groups
+                .iter()
+                .find(|s| s.name == g && s.state == VrrpState::Fault)
+        });
+        group
+            .map(|g| FaultCause {
+                kind: "syncGroup".to_string(),
+                name: g.name.clone(),
+                status: Some(VrrpState::Fault.as_str().to_string()),
+                value: None,
+            })
+            .into_iter()
+            .collect()
+    }
 }
 
 /// A VRRP sync group (`syncGroups` entry of a reading).
@@ -245,6 +395,23 @@ pub struct ActivityAck {
     pub ids: Vec<String>,
 }
 
+/// A list that is not a list (or holds entries of another shape) from another
+/// build reads as empty rather than failing the whole reading.
+fn lenient_list<'de, D, T>(d: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = Option::<Value>::deserialize(d)?;
+    Ok(match v {
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .filter_map(|item| serde_json::from_value(item).ok())
+            .collect(),
+        _ => Vec::new(),
+    })
+}
+
 /// Counters keep only whole non-negative numbers; anything else in the map is skipped
 /// rather than failing the whole reading.
 fn lenient_counters<'de, D: Deserializer<'de>>(
@@ -346,5 +513,49 @@ mod tests {
         assert!(a.same_apart_from_counters(&b));
         a.instances[0].state = VrrpState::Backup;
         assert!(!a.same_apart_from_counters(&b));
+    }
+
+    #[test]
+    fn tracked_items_are_optional_tolerant_and_name_the_fault() {
+        let old: VrrpInstance = serde_json::from_str(r#"{"name":"VI_1","state":"FAULT"}"#).unwrap();
+        assert!(old.tracked.is_empty());
+        let out = serde_json::to_value(&old).unwrap();
+        for key in ["tracked", "trackerFaults", "unicastPeers", "masterRouter"] {
+            assert!(out.get(key).is_none(), "{key} left out when empty");
+        }
+        let json = r#"{"name":"VI_1","state":"FAULT","syncGroup":"SG_1",
+            "tracked":[{"kind":"script","name":"chk_lab","status":"BAD","ok":false},
+                       {"kind":"interface","name":"trk0","status":"UP","ok":true},
+                       {"kind":"file","name":"tf","value":-5,"weight":1,"ok":false},
+                       {"kind":"telepathy","name":"x","ok":true}, 7],
+            "unicastPeers":"not a list"}"#;
+        let i: VrrpInstance = serde_json::from_str(json).unwrap();
+        assert_eq!(i.tracked.len(), 4, "the entry of another shape is dropped");
+        assert_eq!(i.tracked[3].kind, TrackedKind::Other);
+        assert!(i.unicast_peers.is_empty());
+        let causes = i.fault_causes(&[]);
+        assert_eq!(
+            causes.len(),
+            1,
+            "the weighted file only lowers the priority"
+        );
+        assert_eq!(causes[0].kind, "script");
+        assert_eq!(causes[0].name, "chk_lab");
+        assert_eq!(causes[0].status.as_deref(), Some("BAD"));
+
+        let mut through_group = i.clone();
+        through_group.tracked.clear();
+        let groups = [SyncGroup {
+            name: "SG_1".into(),
+            state: VrrpState::Fault,
+            instances: vec!["VI_1".into(), "VI_2".into()],
+        }];
+        let causes = through_group.fault_causes(&groups);
+        assert_eq!(causes[0].kind, "syncGroup");
+        assert_eq!(causes[0].name, "SG_1");
+        assert!(through_group.fault_causes(&[]).is_empty());
+        let mut backup = i;
+        backup.state = VrrpState::Backup;
+        assert!(backup.fault_causes(&groups).is_empty());
     }
 }

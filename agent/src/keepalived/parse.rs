@@ -449,6 +449,7 @@ pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
                 .and_then(Value::as_f64)
                 .and_then(epoch_to_iso),
             stats,
+            ..VrrpInstance::default()
         });
     }
     Ok(out)
