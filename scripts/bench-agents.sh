@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -gt 0 ]; then sizes=("$@"); else sizes=(200 1000 2000); fi
-[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 for n in "${sizes[@]}"; do
   (

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 clusters=${1:-1000}
 days=${2:-400}
-cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 source scripts/lib/bench-server.sh
 start_server
 now_ms=$(python3 -c 'import time; print(int(time.time()*1000))')

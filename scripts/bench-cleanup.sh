@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 events=${1:-1000000}
-cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 source scripts/lib/bench-server.sh
 start_server
 python3 - "$data/vrrp-monitor.db" "$events" <<'PY'

@@ -15,7 +15,7 @@
 # Environment: BENCH_TAKEOVERS (default 10), BENCH_SCENARIOS (default link).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 ulimit -n 65536 2>/dev/null || true
 echo "== evaluator, in-process"
 target/release/vrrp-load evaluator --clusters 1000 --readings 5000

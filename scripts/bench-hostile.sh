@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 idle=${1:-10000}
 seconds=${2:-60}
 slowloris=${3:-20}
-[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 source scripts/lib/bench-server.sh
 start_server

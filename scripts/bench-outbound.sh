@@ -19,7 +19,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 agents=${1:-500}
 rounds=${2:-10}
-cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 cargo build --release --quiet -p vrrp-agent --bin vrrp-agent
 ulimit -n 65536 2>/dev/null || true
 (

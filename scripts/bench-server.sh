@@ -5,7 +5,7 @@
 # Traffic goes to loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 source scripts/lib/bench-server.sh
 start_server
 rss() { awk '/^VmRSS/ {printf "%.1f MiB", $2/1024}' "/proc/$pid/status"; }

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 agents=${1:-2000}
 minutes=${2:-30}
 checkpoint=${3:-5}
-[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+[ "${BENCH_NO_BUILD:-0}" = 1 ] || cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 source scripts/lib/bench-server.sh
 start_server

@@ -4,7 +4,7 @@
 # a running server delivers to a receiver on loopback. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --bin vrrp-monitor --bin vrrp-load
+cargo build --release --quiet -p vrrp-monitor -p vrrp-load --bins
 source scripts/lib/bench-server.sh
 start_server
 login_admin

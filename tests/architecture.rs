@@ -3,10 +3,9 @@
 //! tests). It runs no code of the project; it only reads files.
 //!
 //! Rules:
-//! - only `src/http/` knows tiny_http and tungstenite (the load generator in
-//!   `src/bin/` speaks the protocol from outside and is exempt);
+//! - only `src/http/` knows tiny_http and tungstenite;
 //! - domain modules (everything in `src/` but `http/`, `app.rs`, `lib.rs`,
-//!   `main.rs` and `bin/`) use neither `crate::http` nor `crate::app`: threads
+//!   `main.rs`) use neither `crate::http` nor `crate::app`: threads
 //!   get narrow handles, and only the HTTP layer and start-up see `App`;
 //! - every source file of the server, the agent and the shared crates starts
 //!   with a `//!` module doc comment saying what it owns;
@@ -78,7 +77,7 @@ fn has_module_doc(text: &str) -> bool {
 }
 
 fn is_http(path: &Path) -> bool {
-    path.starts_with("src/http") || path.starts_with("src/bin")
+    path.starts_with("src/http")
 }
 
 fn is_domain(path: &Path) -> bool {
@@ -194,9 +193,6 @@ fn circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 fn the_server_modules_import_each_other_without_a_circle() {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for path in rust_files("src") {
-        if path.starts_with("src/bin") {
-            continue;
-        }
         let Some(module) = top_module(&path) else {
             continue;
         };

@@ -153,7 +153,7 @@ fn bench_dashboard() {
     );
 
     // 2,000 agents, two per cluster, a reading every 4 s each (500/s).
-    let mut load = Command::new(env!("CARGO_BIN_EXE_vrrp-load"))
+    let mut load = Command::new(crate::harness::load_binary())
         .args([
             "agents",
             &format!("127.0.0.1:{}", server.port()),

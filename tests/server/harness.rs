@@ -17,6 +17,19 @@ pub fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_vrrp-monitor")
 }
 
+/// The load generator (package `vrrp-load`), built beside the server by
+/// `cargo build --workspace --bins` (scripts/test.sh does it first): Cargo
+/// hands a test only its own package's binaries.
+pub fn load_binary() -> std::path::PathBuf {
+    let path = Path::new(binary()).with_file_name("vrrp-load");
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace --bins` first",
+        path.display()
+    );
+    path
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()

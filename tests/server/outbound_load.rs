@@ -38,7 +38,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 fn outbound_load_agents_register_report_and_take_a_redial() {
     let server = Launch::new().start();
     let admin = server.admin();
-    let mut load = Command::new(env!("CARGO_BIN_EXE_vrrp-load"))
+    let mut load = Command::new(crate::harness::load_binary())
         .args([
             "outbound",
             &format!("127.0.0.1:{}", server.port()),
