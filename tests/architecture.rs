@@ -501,13 +501,11 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "src/clusters/confirm/mod.rs",
         "src/clusters/confirm/pending.rs",
     ],
-    &["src/db/check.rs", "src/db/migrations.rs"],
     &[
         "src/http/sessions/agent.rs",
         "src/http/sessions/outbound.rs",
         "src/http/state.rs",
     ],
-    &["src/live/hub.rs", "src/live/mod.rs"],
     &["agent/src/web/mod.rs", "agent/src/web/ws.rs"],
 ];
 

@@ -9,9 +9,7 @@
 use rusqlite::{Connection, OpenFlags};
 use std::path::Path;
 
-/// `PRAGMA application_id` of our databases ("VRMN"), so `file(1)` and we can tell
-/// them from other SQLite files.
-pub const APPLICATION_ID: i32 = 0x5652_4d4e;
+use super::migrations::APPLICATION_ID;
 
 /// Why an existing file is not opened.
 #[derive(Debug, PartialEq)]

@@ -5,6 +5,11 @@
 
 use rusqlite::{params, Connection};
 
+/// `PRAGMA application_id` of our databases ("VRMN"), stamped by every start's
+/// migrations, so `file(1)` and the start-up check can tell them from other
+/// SQLite files.
+pub const APPLICATION_ID: i32 = 0x5652_4d4e;
+
 /// Every file of `sql/`, in order. A test checks that none is missing here.
 pub const MIGRATIONS: &[(u32, &str, &str)] = &[
     (
@@ -98,7 +103,7 @@ pub fn apply(conn: &mut Connection, now: &str) -> Result<Vec<&'static str>, Migr
     }
     // Marks the file as ours for the start-up check (and `file(1)`); databases made
     // before the mark get it here.
-    conn.pragma_update(None, "application_id", super::check::APPLICATION_ID)
+    conn.pragma_update(None, "application_id", APPLICATION_ID)
         .map_err(wrap("application_id"))?;
     Ok(applied)
 }

@@ -4,7 +4,7 @@
 //! whose queue is full is dropped from the hub (its thread then closes it), so a
 //! slow browser never delays the others or the agents.
 
-use super::{LatestSlot, Outbox, ToSocket, Undelivered};
+use super::queue::{LatestSlot, Outbox, ToSocket, Undelivered};
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -109,7 +109,7 @@ impl Hub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::live::channel;
+    use crate::live::queue::channel;
 
     #[test]
     fn a_full_socket_is_dropped_and_the_others_still_receive() {
