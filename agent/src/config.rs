@@ -320,22 +320,7 @@ pub fn load(
     agent_dir: &Path,
 ) -> Result<Loaded, ConfigError> {
     let config_path = config_path(env);
-    let parsed: Result<Mapping, String> = match file_text {
-        None => Ok(Mapping::new()),
-        Some(t) if t.trim().is_empty() => Ok(Mapping::new()),
-        Some(t) => match serde_yaml_ng::from_str::<Value>(t) {
-            Ok(Value::Mapping(m)) => Ok(m),
-            Ok(Value::Null) => Ok(Mapping::new()),
-            Ok(_) => Err(format!(
-                "{}: the config file must be a mapping of keys",
-                config_path.display()
-            )),
-            Err(e) => Err(format!(
-                "{}: the config file does not parse: {e}",
-                config_path.display()
-            )),
-        },
-    };
+    let parsed = parse_file(file_text, &config_path);
     let (log_level, log_format) = log_settings(env, parsed.as_ref().ok());
     let fail = |message: String| ConfigError {
         message,
@@ -346,149 +331,16 @@ pub fn load(
     let mut ctx = Ctx {
         warnings: Vec::new(),
     };
-
-    if let Some(v) = m.get("logLevel") {
-        if v.as_str().and_then(LogLevel::parse).is_none() {
-            ctx.warnings
-                .push(format!("logLevel: {} is not a level; ignored", describe(v)));
-        }
-    }
-    if let Some(v) = env.get("LOG_LEVEL") {
-        if LogLevel::parse(v).is_none() {
-            ctx.warnings
-                .push(format!("LOG_LEVEL: '{v}' is not a level; ignored"));
-        }
-    }
-
-    let server_url = match m.get("serverUrl") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.is_empty() => None,
-        Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {
-            Some(s.trim_end_matches('/').to_string())
-        }
-        Some(v) => {
-            return Err(fail(format!(
-                "serverUrl: {} is not an http or https URL",
-                describe(v)
-            )))
-        }
-    };
-
+    warn_unknown_levels(&m, env, &mut ctx);
+    let server_url = server_url_key(&m).map_err(fail)?;
     let keepalived = keepalived_block(m.get("keepalived"), env).map_err(fail)?;
-
     let allow_self_signed = bool_key(&m, "allowSelfSignedCertificates", false, &mut ctx);
     let enable_status_page = bool_key(&m, "enableStatusPage", true, &mut ctx);
     let enable_register_page = bool_key(&m, "enableRegisterPage", true, &mut ctx);
-
-    let mut allowed_networks = Vec::new();
-    match m.get("allowedNetworks") {
-        None | Some(Value::Null) => {}
-        Some(Value::Sequence(items)) => {
-            for item in items {
-                let s = match item {
-                    Value::String(s) => s.trim().to_string(),
-                    other => describe(other),
-                };
-                let net = s
-                    .parse::<ipnet::Ipv4Net>()
-                    .or_else(|_| s.parse::<std::net::Ipv4Addr>().map(ipnet::Ipv4Net::from));
-                match net {
-                    Ok(n) => allowed_networks.push(n),
-                    Err(_) => {
-                        return Err(fail(format!(
-                            "allowedNetworks: '{s}' is not an IPv4 address or CIDR network"
-                        )))
-                    }
-                }
-            }
-        }
-        Some(v) => {
-            return Err(fail(format!(
-                "allowedNetworks: {} is not a list",
-                describe(v)
-            )))
-        }
-    }
-
-    let mut listen_port = 3011;
-    if let Some(v) = m.get("listenPort").filter(|v| !v.is_null()) {
-        listen_port = number(v)
-            .filter(|n| n.fract() == 0.0)
-            .and_then(|n| port(&format!("{}", n as i64)))
-            .ok_or_else(|| {
-                fail(format!(
-                    "listenPort: {} is not a port (1 to 65535)",
-                    describe(v)
-                ))
-            })?;
-    }
-    if let Some(v) = env.get("SVC_CLIENT_PORT") {
-        listen_port = port(v)
-            .ok_or_else(|| fail(format!("SVC_CLIENT_PORT: '{v}' is not a port (1 to 65535)")))?;
-    }
-
-    let tls = match m.get("tls") {
-        None | Some(Value::Null) => None,
-        Some(Value::Mapping(t)) => {
-            let get = |k: &str| -> Result<PathBuf, ConfigError> {
-                match t.get(k) {
-                    Some(Value::String(s)) if !s.is_empty() => {
-                        let p = PathBuf::from(s);
-                        Ok(if p.is_relative() {
-                            agent_dir.join(p)
-                        } else {
-                            p
-                        })
-                    }
-                    _ => Err(fail(format!("tls.{k}: a file path is required"))),
-                }
-            };
-            let (cert, key) = (get("cert")?, get("key")?);
-            for (name, p) in [("tls.cert", &cert), ("tls.key", &key)] {
-                let text = std::fs::read_to_string(p)
-                    .map_err(|e| fail(format!("{name}: cannot read {}: {e}", p.display())))?;
-                if !text.contains("-----BEGIN ") {
-                    return Err(fail(format!("{name}: {} is not a PEM file", p.display())));
-                }
-            }
-            Some((cert, key))
-        }
-        Some(_) => return Err(fail("tls: must be a mapping with cert and key".into())),
-    };
-
-    if m.get("registrationSecret").is_some() {
-        ctx.warnings.push(
-            "registrationSecret in the config file is ignored; set SVC_REGISTRATION_SECRET or SVC_REGISTRATION_SECRET_FILE instead"
-                .into(),
-        );
-    }
-    let registration_secret = match (
-        env.get("SVC_REGISTRATION_SECRET").filter(|s| !s.is_empty()),
-        env.get("SVC_REGISTRATION_SECRET_FILE")
-            .filter(|s| !s.is_empty()),
-    ) {
-        (Some(_), Some(_)) => return Err(fail(
-            "SVC_REGISTRATION_SECRET and SVC_REGISTRATION_SECRET_FILE are both set; set only one"
-                .into(),
-        )),
-        (Some(s), None) => Some(Secret(s.clone())),
-        (None, Some(path)) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                fail(format!(
-                    "SVC_REGISTRATION_SECRET_FILE: cannot read {path}: {e}"
-                ))
-            })?;
-            let s = text.trim();
-            if s.is_empty() {
-                return Err(fail(format!(
-                    "SVC_REGISTRATION_SECRET_FILE: {path} is empty"
-                )));
-            }
-            Some(Secret(s.to_string()))
-        }
-        (None, None) => None,
-    };
-
+    let allowed_networks = allowed_networks_key(&m).map_err(fail)?;
+    let listen_port = listen_port_key(&m, env).map_err(fail)?;
+    let tls = tls_block(&m, agent_dir).map_err(fail)?;
+    let registration_secret = registration_secret(&m, env, &mut ctx).map_err(fail)?;
     let container = env.get("SVC_CONTAINER").map(String::as_str) == Some("true");
     let data_dir = env
         .get("SVC_CLIENT_DATA_DIR")
@@ -506,17 +358,7 @@ pub fn load(
         .filter(|s| !s.is_empty())
         .map_or_else(|| PathBuf::from("/proc"), PathBuf::from);
 
-    let legacy_identity = match (m.get("clientId"), m.get("authToken")) {
-        (Some(Value::String(c)), Some(Value::String(t))) if !c.is_empty() && !t.is_empty() => {
-            Some((c.clone(), Secret(t.clone())))
-        }
-        (None, None) => None,
-        _ => {
-            ctx.warnings
-                .push("clientId/authToken in the config file are incomplete; not migrated".into());
-            None
-        }
-    };
+    let legacy_identity = legacy_identity(&m, &mut ctx);
 
     let config = Config {
         config_path,
@@ -549,6 +391,191 @@ pub fn load(
         config,
         warnings: ctx.warnings,
     })
+}
+
+/// The config file's keys; no file (or an empty one) is no keys.
+fn parse_file(file_text: Option<&str>, config_path: &Path) -> Result<Mapping, String> {
+    match file_text {
+        None => Ok(Mapping::new()),
+        Some(t) if t.trim().is_empty() => Ok(Mapping::new()),
+        Some(t) => match serde_yaml_ng::from_str::<Value>(t) {
+            Ok(Value::Mapping(m)) => Ok(m),
+            Ok(Value::Null) => Ok(Mapping::new()),
+            Ok(_) => Err(format!(
+                "{}: the config file must be a mapping of keys",
+                config_path.display()
+            )),
+            Err(e) => Err(format!(
+                "{}: the config file does not parse: {e}",
+                config_path.display()
+            )),
+        },
+    }
+}
+
+/// A level that is no level is a warning, never a failed start (logging has
+/// to start before anything can be said).
+fn warn_unknown_levels(m: &Mapping, env: &HashMap<String, String>, ctx: &mut Ctx) {
+    if let Some(v) = m.get("logLevel") {
+        if v.as_str().and_then(LogLevel::parse).is_none() {
+            ctx.warnings
+                .push(format!("logLevel: {} is not a level; ignored", describe(v)));
+        }
+    }
+    if let Some(v) = env.get("LOG_LEVEL") {
+        if LogLevel::parse(v).is_none() {
+            ctx.warnings
+                .push(format!("LOG_LEVEL: '{v}' is not a level; ignored"));
+        }
+    }
+}
+
+fn server_url_key(m: &Mapping) -> Result<Option<String>, String> {
+    Ok(match m.get("serverUrl") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {
+            Some(s.trim_end_matches('/').to_string())
+        }
+        Some(v) => {
+            return Err(format!(
+                "serverUrl: {} is not an http or https URL",
+                describe(v)
+            ))
+        }
+    })
+}
+
+fn allowed_networks_key(m: &Mapping) -> Result<Vec<ipnet::Ipv4Net>, String> {
+    let mut allowed_networks = Vec::new();
+    match m.get("allowedNetworks") {
+        None | Some(Value::Null) => {}
+        Some(Value::Sequence(items)) => {
+            for item in items {
+                let s = match item {
+                    Value::String(s) => s.trim().to_string(),
+                    other => describe(other),
+                };
+                let net = s
+                    .parse::<ipnet::Ipv4Net>()
+                    .or_else(|_| s.parse::<std::net::Ipv4Addr>().map(ipnet::Ipv4Net::from));
+                match net {
+                    Ok(n) => allowed_networks.push(n),
+                    Err(_) => {
+                        return Err(format!(
+                            "allowedNetworks: '{s}' is not an IPv4 address or CIDR network"
+                        ))
+                    }
+                }
+            }
+        }
+        Some(v) => return Err(format!("allowedNetworks: {} is not a list", describe(v))),
+    }
+
+    Ok(allowed_networks)
+}
+
+/// `listenPort`, where `SVC_CLIENT_PORT` wins.
+fn listen_port_key(m: &Mapping, env: &HashMap<String, String>) -> Result<u16, String> {
+    let mut listen_port = 3011;
+    if let Some(v) = m.get("listenPort").filter(|v| !v.is_null()) {
+        listen_port = number(v)
+            .filter(|n| n.fract() == 0.0)
+            .and_then(|n| port(&format!("{}", n as i64)))
+            .ok_or_else(|| format!("listenPort: {} is not a port (1 to 65535)", describe(v)))?;
+    }
+    if let Some(v) = env.get("SVC_CLIENT_PORT") {
+        listen_port =
+            port(v).ok_or_else(|| format!("SVC_CLIENT_PORT: '{v}' is not a port (1 to 65535)"))?;
+    }
+
+    Ok(listen_port)
+}
+
+/// The `tls` block: both files must exist and be PEM (relative paths are the
+/// agent's folder's).
+fn tls_block(m: &Mapping, agent_dir: &Path) -> Result<Option<(PathBuf, PathBuf)>, String> {
+    Ok(match m.get("tls") {
+        None | Some(Value::Null) => None,
+        Some(Value::Mapping(t)) => {
+            let get = |k: &str| -> Result<PathBuf, String> {
+                match t.get(k) {
+                    Some(Value::String(s)) if !s.is_empty() => {
+                        let p = PathBuf::from(s);
+                        Ok(if p.is_relative() {
+                            agent_dir.join(p)
+                        } else {
+                            p
+                        })
+                    }
+                    _ => Err(format!("tls.{k}: a file path is required")),
+                }
+            };
+            let (cert, key) = (get("cert")?, get("key")?);
+            for (name, p) in [("tls.cert", &cert), ("tls.key", &key)] {
+                let text = std::fs::read_to_string(p)
+                    .map_err(|e| format!("{name}: cannot read {}: {e}", p.display()))?;
+                if !text.contains("-----BEGIN ") {
+                    return Err(format!("{name}: {} is not a PEM file", p.display()));
+                }
+            }
+            Some((cert, key))
+        }
+        Some(_) => return Err("tls: must be a mapping with cert and key".into()),
+    })
+}
+
+/// The registration secret, from the environment or a file it names; never
+/// from the config file.
+fn registration_secret(
+    m: &Mapping,
+    env: &HashMap<String, String>,
+    ctx: &mut Ctx,
+) -> Result<Option<Secret>, String> {
+    if m.get("registrationSecret").is_some() {
+        ctx.warnings.push(
+            "registrationSecret in the config file is ignored; set SVC_REGISTRATION_SECRET or SVC_REGISTRATION_SECRET_FILE instead"
+                .into(),
+        );
+    }
+    let registration_secret = match (
+        env.get("SVC_REGISTRATION_SECRET").filter(|s| !s.is_empty()),
+        env.get("SVC_REGISTRATION_SECRET_FILE")
+            .filter(|s| !s.is_empty()),
+    ) {
+        (Some(_), Some(_)) => return Err(
+            "SVC_REGISTRATION_SECRET and SVC_REGISTRATION_SECRET_FILE are both set; set only one"
+                .into(),
+        ),
+        (Some(s), None) => Some(Secret(s.clone())),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("SVC_REGISTRATION_SECRET_FILE: cannot read {path}: {e}"))?;
+            let s = text.trim();
+            if s.is_empty() {
+                return Err(format!("SVC_REGISTRATION_SECRET_FILE: {path} is empty"));
+            }
+            Some(Secret(s.to_string()))
+        }
+        (None, None) => None,
+    };
+
+    Ok(registration_secret)
+}
+
+/// An identity that older agents kept in the config file, to be migrated.
+fn legacy_identity(m: &Mapping, ctx: &mut Ctx) -> Option<(String, Secret)> {
+    match (m.get("clientId"), m.get("authToken")) {
+        (Some(Value::String(c)), Some(Value::String(t))) if !c.is_empty() && !t.is_empty() => {
+            Some((c.clone(), Secret(t.clone())))
+        }
+        (None, None) => None,
+        _ => {
+            ctx.warnings
+                .push("clientId/authToken in the config file are incomplete; not migrated".into());
+            None
+        }
+    }
 }
 
 /// Removes the migrated `clientId` / `authToken` keys from the config text, keeping the

@@ -63,7 +63,12 @@ fn stop_start(msg: &str) -> i32 {
     1
 }
 
-/// The whole agent; returns the exit code.
+/// A start-up step that failed: the error is logged, the agent exits with this code.
+type Stopped = i32;
+
+/// The whole agent; returns the exit code. Start-up runs in the spec's order
+/// (configuration, data directory, queue and persistence, the web server, the
+/// reader, the connection); shutdown in reverse.
 pub fn main() -> i32 {
     // Installed first: a SIGTERM that arrives during start-up is held until the agent is
     // up and then stops it cleanly (exit 0) instead of killing it half-started.
@@ -77,6 +82,117 @@ pub fn main() -> i32 {
             return 1;
         }
     };
+    let running = match start() {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    // Wait for SIGINT / SIGTERM on this (the main) thread.
+    let sig = signals.forever().next();
+    log::info!(
+        "Stopping on signal {}",
+        sig.map_or_else(|| "?".into(), |s| s.to_string())
+    );
+    running.stop();
+    log::info!("Stopped");
+    0
+}
+
+/// Every part of a started agent, in the order it stops.
+struct Running {
+    web: Option<web::WebHandle>,
+    conn: connection::ConnHandle,
+    fifo: Option<fifo::FifoHandle>,
+    reader: reader::ReaderHandle,
+    store: Store,
+}
+
+impl Running {
+    /// Reverse order of start: the web server first (as the spec says), then
+    /// triggers, the reader, and last the writer, which flushes what is pending.
+    fn stop(self) {
+        if let Some(w) = self.web {
+            w.stop();
+        }
+        self.conn.stop();
+        if let Some(f) = self.fifo {
+            f.stop();
+        }
+        self.reader.stop();
+        if !self.store.persist.stop(Duration::from_secs(5)) {
+            log::error!("pending writes could not be flushed in time");
+        }
+        let _ = self.store.persist_thread.join();
+    }
+}
+
+fn start() -> Result<Running, Stopped> {
+    let configured = configure()?;
+    let config = configured.config.clone();
+    let store = open_store(&config, configured.file_text.as_deref())?;
+    let status = Arc::new(RwLock::new(KeepalivedStatus {
+        fifo: if config.keepalived.notify_fifo.is_some() {
+            FifoState::Missing
+        } else {
+            FifoState::Off
+        },
+        ..Default::default()
+    }));
+    // The reader's channel exists before the web server so the notify endpoint can use
+    // it; the reader thread itself starts after the web server, as the spec orders.
+    let (reader_tx, reader_rx) = crossbeam_channel::unbounded();
+    let trigger = reader::Trigger::from_sender(reader_tx.clone());
+    let front = start_web(&configured, &store, &status, &trigger)?;
+    let (reader, fifo) = start_reading(
+        &config,
+        &store,
+        &status,
+        (reader_tx, reader_rx),
+        &trigger,
+        &front.conn_inbox,
+    )?;
+    // The connection last: readings already run, so a failover is seen while the server
+    // is unreachable. Without a complete identity the thread waits for a registration.
+    let conn = match connection::spawn(
+        connection::Deps {
+            target: front.target,
+            hostname: hostname(),
+            version: VERSION.to_string(),
+            clock: Arc::new(SystemClock),
+            jitter: Box::new(rand::random::<f64>),
+            queue: Arc::new(store.queue.clone()),
+            trigger,
+            status: front.conn_status,
+        },
+        front.conn_inbox,
+        front.conn_rx,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(stop_start(&format!(
+                "cannot start the connection thread: {e}"
+            )))
+        }
+    };
+    Ok(Running {
+        web: front.web,
+        conn,
+        fifo,
+        reader,
+        store,
+    })
+}
+
+/// The configuration as read at start, with what start-up takes out of it.
+struct Configured {
+    config: Arc<Config>,
+    /// The config file's text (identity may still live there, from older agents).
+    file_text: Option<String>,
+    /// Kept out of `Config`: it lives in `RegShared` only, so it can be dropped once used.
+    registration_secret: Option<config::Secret>,
+}
+
+/// Reads and validates the configuration and starts logging as it says.
+fn configure() -> Result<Configured, Stopped> {
     let env = env_map();
     let cfg_path = config::config_path(&env);
     let file_text = match std::fs::read_to_string(&cfg_path) {
@@ -84,17 +200,17 @@ pub fn main() -> i32 {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             logging::init(config::LogLevel::Info, config::LogFormat::Pretty);
-            return stop_start(&format!(
+            return Err(stop_start(&format!(
                 "{}: cannot read the config file: {e}",
                 cfg_path.display()
-            ));
+            )));
         }
     };
     let loaded = match config::load(&env, file_text.as_deref(), &agent_dir()) {
         Ok(l) => l,
         Err(e) => {
             logging::init(e.log_level, e.log_format);
-            return stop_start(&format!("Invalid configuration: {}", e.message));
+            return Err(stop_start(&format!("Invalid configuration: {}", e.message)));
         }
     };
     logging::init(loaded.config.log_level, loaded.config.log_format);
@@ -102,7 +218,6 @@ pub fn main() -> i32 {
         log::warn!("{w}");
     }
     let mut config = loaded.config;
-    // The registration secret lives in `RegShared` only, so it can be dropped once used.
     let registration_secret = config.registration_secret.take();
     let config = Arc::new(config);
     log::info!(
@@ -111,21 +226,39 @@ pub fn main() -> i32 {
         config.config_path.display(),
         config.data_dir.display()
     );
+    Ok(Configured {
+        config,
+        file_text,
+        registration_secret,
+    })
+}
 
+/// The data directory, the identity in it, and the queue with its persistence.
+struct Store {
+    dir: DataDir,
+    identity: Option<Identity>,
+    mode: Mode,
+    queue: ActivityQueue,
+    baseline: Option<crate::reader::events::Baseline>,
+    persist: persist::PersistHandle,
+    persist_thread: std::thread::JoinHandle<()>,
+}
+
+/// Opens the data directory and starts persistence first: every later part may
+/// produce events.
+fn open_store(config: &Config, file_text: Option<&str>) -> Result<Store, Stopped> {
     let dir = match DataDir::open(&config.data_dir) {
         Ok(d) => d,
         Err(e) => {
-            return stop_start(&format!(
+            return Err(stop_start(&format!(
                 "Data directory {} cannot be used: {e}",
                 config.data_dir.display()
-            ))
+            )))
         }
     };
-    let identity = load_identity(&dir, &config, file_text.as_deref());
+    let identity = load_identity(&dir, config, file_text);
     let mode = Mode::derive(identity.is_some(), config.server_url.is_some());
     log::info!("Agent mode: {}", mode.as_str());
-
-    // Queue and persistence first: every later part may produce events.
     let queue_events = dir.load_queue().unwrap_or_else(|e| {
         log::warn!("{e}");
         Vec::new()
@@ -147,30 +280,47 @@ pub fn main() -> i32 {
     }
     let (persist, persist_thread) = match persist::spawn(dir.clone(), queue.clone(), ptx, prx) {
         Ok(p) => p,
-        Err(e) => return stop_start(&format!("cannot start the persistence thread: {e}")),
+        Err(e) => {
+            return Err(stop_start(&format!(
+                "cannot start the persistence thread: {e}"
+            )))
+        }
     };
     let flusher = persist.clone();
     flush_on_fatal(move |within| {
         flusher.flush(within);
     });
+    Ok(Store {
+        dir,
+        identity,
+        mode,
+        queue,
+        baseline,
+        persist,
+        persist_thread,
+    })
+}
 
-    let status = Arc::new(RwLock::new(KeepalivedStatus {
-        fifo: if config.keepalived.notify_fifo.is_some() {
-            FifoState::Missing
-        } else {
-            FifoState::Off
-        },
-        ..Default::default()
-    }));
+/// What the web server's start hands on to the connection.
+struct Front {
+    web: Option<web::WebHandle>,
+    target: Option<connection::Target>,
+    conn_status: Arc<RwLock<ConnStatus>>,
+    conn_inbox: connection::ConnInbox,
+    conn_rx: connection::Inbox,
+}
 
-    // The reader's channel exists before the web server so the notify endpoint can use
-    // it; the reader thread itself starts after the web server, as the spec orders.
-    let poll = (config.keepalived.poll_interval_secs > 0.0)
-        .then(|| Duration::from_secs_f64(config.keepalived.poll_interval_secs));
-    let prober = keepalived::Prober::new(config.keepalived.clone(), config.proc_dir.clone());
-    let (reader_tx, reader_rx) = crossbeam_channel::unbounded();
-    let trigger = reader::Trigger::from_sender(reader_tx.clone());
-
+/// The setup PIN, the registration state and the local web server (when its
+/// routes ask for one).
+fn start_web(
+    configured: &Configured,
+    store: &Store,
+    status: &Arc<RwLock<KeepalivedStatus>>,
+    trigger: &reader::Trigger,
+) -> Result<Front, Stopped> {
+    let config = &configured.config;
+    let (identity, mode) = (&store.identity, store.mode);
+    let registration_secret = configured.registration_secret.clone();
     // The setup PIN: every start of an unregistered agent, only in memory and the log.
     let setup_pin = pin::wanted(
         identity.is_some(),
@@ -179,9 +329,9 @@ pub fn main() -> i32 {
         registration_secret.is_some(),
     )
     .then(|| pin::Pin::generate(&mut rand::thread_rng()));
-    let routes = web::Routes::from_config(&config, mode);
-    let bind = routes.bind(&config);
-    let registration_secret = match (registration_secret, &identity) {
+    let routes = web::Routes::from_config(config, mode);
+    let bind = routes.bind(config);
+    let registration_secret = match (registration_secret, identity) {
         (Some(_), Some(_)) => {
             log::warn!(
                 "A registration secret is set but this agent is already registered; it is not used. Remove SVC_REGISTRATION_SECRET / SVC_REGISTRATION_SECRET_FILE from the agent's environment"
@@ -196,7 +346,7 @@ pub fn main() -> i32 {
         Some((cert, key)) if !matches!(bind, web::Bind::None(_)) => {
             match web::TlsPem::read(cert, key) {
                 Ok(p) => Some(p),
-                Err(e) => return stop_start(&format!("Invalid configuration: {e}")),
+                Err(e) => return Err(stop_start(&format!("Invalid configuration: {e}"))),
             }
         }
         _ => None,
@@ -213,7 +363,7 @@ pub fn main() -> i32 {
             outbound_hint: mode == Mode::Unregistered && config.server_url.is_none(),
         },
     ));
-    let target = match (&identity, &config.server_url) {
+    let target = match (identity, &config.server_url) {
         (Some(id), Some(url)) => Some(connection::Target {
             base_url: url.clone(),
             client_id: id.client_id.clone(),
@@ -229,60 +379,94 @@ pub fn main() -> i32 {
     }));
     let (conn_inbox, conn_rx) = match connection::inbox() {
         Ok(x) => x,
-        Err(e) => return stop_start(&format!("cannot create the connection's wake pipe: {e}")),
-    };
-    let web = match &bind {
-        web::Bind::None(why) => {
-            log::info!("Web server not started: {why}");
-            None
+        Err(e) => {
+            return Err(stop_start(&format!(
+                "cannot create the connection's wake pipe: {e}"
+            )))
         }
-        bind => match web::start(
-            web::WebState {
-                routes: routes.clone(),
-                config: config.clone(),
-                mode,
-                status: status.clone(),
-                trigger: trigger.clone(),
-                reg: reg.clone(),
-                conn: conn_inbox.clone(),
-                conn_status: conn_status.clone(),
-                dir: dir.clone(),
-                hostname: hostname(),
-                version: VERSION.to_string(),
-                clock: Arc::new(SystemClock),
-                queue: queue.clone(),
-                save_status: persist.save_status(),
-            },
-            bind,
-            tls,
-        ) {
-            Ok(Some(h)) => {
-                log::info!("Web server listening on {scheme}://{}", h.addr);
-                reg.log_pin();
-                Some(h)
-            }
-            Ok(None) => None,
-            Err(web::StartError::Tls(e)) => {
-                return stop_start(&format!("Invalid configuration: {e}"));
-            }
-            Err(web::StartError::Listen(e)) => {
-                log::error!("Web server not started, continuing without it: {e}");
-                None
-            }
-        },
     };
+    let web = listen(
+        bind,
+        tls,
+        web::WebState {
+            routes: routes.clone(),
+            config: config.clone(),
+            mode,
+            status: status.clone(),
+            trigger: trigger.clone(),
+            reg: reg.clone(),
+            conn: conn_inbox.clone(),
+            conn_status: conn_status.clone(),
+            dir: store.dir.clone(),
+            hostname: hostname(),
+            version: VERSION.to_string(),
+            clock: Arc::new(SystemClock),
+            queue: store.queue.clone(),
+            save_status: store.persist.save_status(),
+        },
+    )?;
+    Ok(Front {
+        web,
+        target,
+        conn_status,
+        conn_inbox,
+        conn_rx,
+    })
+}
 
+/// Starts the local web server where `bind` says; a busy port is logged and
+/// the agent goes on without it, a `tls` block that cannot be used ends the start.
+fn listen(
+    bind: web::Bind,
+    tls: Option<web::TlsPem>,
+    state: web::WebState,
+) -> Result<Option<web::WebHandle>, Stopped> {
+    if let web::Bind::None(why) = &bind {
+        log::info!("Web server not started: {why}");
+        return Ok(None);
+    }
+    let scheme = web::scheme(tls.is_some());
+    let reg = state.reg.clone();
+    match web::start(state, &bind, tls) {
+        Ok(Some(h)) => {
+            log::info!("Web server listening on {scheme}://{}", h.addr);
+            reg.log_pin();
+            Ok(Some(h))
+        }
+        Ok(None) => Ok(None),
+        Err(web::StartError::Tls(e)) => Err(stop_start(&format!("Invalid configuration: {e}"))),
+        Err(web::StartError::Listen(e)) => {
+            log::error!("Web server not started, continuing without it: {e}");
+            Ok(None)
+        }
+    }
+}
+
+/// The reader thread (with its poll timer) and the notify FIFO's watcher.
+fn start_reading(
+    config: &Config,
+    store: &Store,
+    status: &Arc<RwLock<KeepalivedStatus>>,
+    (reader_tx, reader_rx): (
+        crossbeam_channel::Sender<reader::ReaderMsg>,
+        crossbeam_channel::Receiver<reader::ReaderMsg>,
+    ),
+    trigger: &reader::Trigger,
+    conn_inbox: &connection::ConnInbox,
+) -> Result<(reader::ReaderHandle, Option<fifo::FifoHandle>), Stopped> {
     let (lvl, line) = keepalived::startup_check(&config.proc_dir);
     log::log!(lvl, "{line}");
-
+    let poll = (config.keepalived.poll_interval_secs > 0.0)
+        .then(|| Duration::from_secs_f64(config.keepalived.poll_interval_secs));
+    let prober = keepalived::Prober::new(config.keepalived.clone(), config.proc_dir.clone());
     let reader = match reader::spawn_with(
         reader_tx,
         reader_rx,
         reader::Reader {
             prober,
-            baseline,
-            queue: queue.clone(),
-            persist: persist.clone(),
+            baseline: store.baseline.clone(),
+            queue: store.queue.clone(),
+            persist: store.persist.clone(),
             status: status.clone(),
             poll,
             observer: Some({
@@ -292,7 +476,7 @@ pub fn main() -> i32 {
         },
     ) {
         Ok(r) => r,
-        Err(e) => return stop_start(&format!("cannot start the reader thread: {e}")),
+        Err(e) => return Err(stop_start(&format!("cannot start the reader thread: {e}"))),
     };
     let fifo = match &config.keepalived.notify_fifo {
         Some(path) => match fifo::spawn(
@@ -309,52 +493,9 @@ pub fn main() -> i32 {
         },
         None => None,
     };
-
-    // The connection last: readings already run, so a failover is seen while the server
-    // is unreachable. Without a complete identity the thread waits for a registration.
-    let conn = match connection::spawn(
-        connection::Deps {
-            target,
-            hostname: hostname(),
-            version: VERSION.to_string(),
-            clock: Arc::new(SystemClock),
-            jitter: Box::new(rand::random::<f64>),
-            queue: Arc::new(queue.clone()),
-            trigger: trigger.clone(),
-            status: conn_status,
-        },
-        conn_inbox,
-        conn_rx,
-    ) {
-        Ok(c) => c,
-        Err(e) => return stop_start(&format!("cannot start the connection thread: {e}")),
-    };
-
-    // Wait for SIGINT / SIGTERM on this (the main) thread.
-    let sig = signals.forever().next();
-    log::info!(
-        "Stopping on signal {}",
-        sig.map_or_else(|| "?".into(), |s| s.to_string())
-    );
-    // Reverse order of start: the web server first (as the spec says), then triggers,
-    // the reader, and last the writer, which flushes what is pending.
-    if let Some(w) = web {
-        w.stop();
-    }
-    conn.stop();
-    if let Some(f) = fifo {
-        f.stop();
-    }
-    reader.stop();
-    if !persist.stop(Duration::from_secs(5)) {
-        log::error!("pending writes could not be flushed in time");
-    }
-    let _ = persist_thread.join();
-    log::info!("Stopped");
-    0
+    Ok((reader, fifo))
 }
 
-/// Loads identity.json, migrating an older config's pair first.
 fn load_identity(dir: &DataDir, config: &Config, file_text: Option<&str>) -> Option<Identity> {
     let mut identity = match dir.load_identity(&stamp()) {
         Ok(IdentityLoad::Found(i)) => Some(i),
