@@ -152,69 +152,30 @@ pub fn run(
         .map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
 
     let db = Arc::new(db);
-    let oidc = Oidc::discover(&config.oidc).map_err(|e| {
-        FatalError(format!(
-            "OIDC discovery at {} failed: {e}",
-            config.oidc.issuer
-        ))
-    })?;
-    if let Some(oidc) = &oidc {
-        log::info!("OIDC login through {}", oidc.issuer());
-    }
+    let oidc = discover_oidc(&config)?;
     let initial_password = bootstrap_admin(&config, &db, &clock)?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
-    let hub = Arc::new(Hub::default());
-    let agents = Arc::new(AgentRegistry::default());
-    let readings = Arc::new(
-        Latest::load(&db)
-            .map_err(|e| FatalError(format!("Cannot read the stored readings: {e}")))?,
-    );
-    let settings = Arc::new(
-        Settings::new(config.settings.clone())
-            .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
-    );
-    let counters = Arc::new(crate::metrics::Counters::default());
-    let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone(), counters.clone()));
-    let silences = Arc::new(
-        Silences::load(db.clone())
-            .map_err(|e| FatalError(format!("Cannot read the silences: {e}")))?,
-    );
-    let activity = ActivitySink::new(
-        db.clone(),
-        settings.clone(),
-        hub.clone(),
-        webhooks,
-        counters.clone(),
-        silences.clone(),
-    );
-    {
-        let handles = silences::Handles {
+    let Shared {
+        hub,
+        agents,
+        readings,
+        settings,
+        counters,
+        silences,
+        activity,
+    } = shared_state(&config, &db, &clock)?;
+    start_silence_expiry(
+        silences::Handles {
             silences: silences.clone(),
             clock: clock.clone(),
             activity: activity.clone(),
             incidents: Arc::new(clusters::thread::StoredIncidents(db.clone())),
-        };
-        let stop = shutdown.clone();
-        std::thread::Builder::new()
-            .name("silences".into())
-            .spawn(move || silences::run_expiry(handles, stop))
-            .map_err(|e| FatalError(format!("Cannot start the silences thread: {e}")))?;
-    }
-
-    let clients_changed = feed::spawn(
-        feed::Handles {
-            db: db.clone(),
-            agents: agents.clone(),
-            hub: hub.clone(),
         },
-        shutdown.clone(),
-    )
-    .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))?;
-    let (evaluate, eval_inbox) = crossbeam_channel::unbounded();
+        &shutdown,
+    )?;
+
+    let clients_changed = start_clients_feed(&db, &agents, &hub, &shutdown)?;
     let history = clusters::history::store::SharedMirror::default();
-    clusters::thread::spawn(
+    let evaluate = start_evaluator(
         clusters::thread::Handles {
             db: db.clone(),
             clock: clock.clone(),
@@ -223,65 +184,20 @@ pub fn run(
             activity: activity.clone(),
             history: history.clone(),
         },
-        eval_inbox,
-        shutdown.clone(),
-    )
-    .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
-    let scheduler_handles = schedulers::Handles {
-        db: db.clone(),
-        clock: clock.clone(),
-        hub: hub.clone(),
-        activity: activity.clone(),
-        settings: settings.clone(),
-    };
-    let token_cleanup = Arc::new(Scheduler::new(
-        "token-cleanup",
-        "token_cleanup_interval_hours",
-        Box::new(|h, now| {
-            schedulers::clean_tokens(&h.db, h.settings.number("token_retention_days", 30), now)
-        }),
-        scheduler_handles.clone(),
-    ));
-    let trim_history = history.clone();
-    let notification_cleanup = Arc::new(Scheduler::new(
-        "notification-cleanup",
-        "notification_cleanup_interval_hours",
-        Box::new(move |h, now| {
-            let days = h.settings.number("notification_retention_days", 90);
-            let keep = h.settings.number("notification_retention_count", 500);
-            let removed = schedulers::clean_activity(&h.db, days, keep, now)?;
-            // The cluster history has its own retention; its intervals are not
-            // activity, so they are logged rather than counted in `removed`.
-            let history_days = match h
-                .settings
-                .number(HISTORY_RETENTION_KEY, HISTORY_RETENTION_DEFAULT)
-            {
-                0 => HISTORY_RETENTION_DEFAULT,
-                d => d,
-            };
-            let cutoff = now - chrono::Duration::days(history_days as i64);
-            let trimmed =
-                clusters::history::store::trim(&h.db, &trim_history, cutoff.timestamp_millis())
-                    .map_err(|e| format!("cluster history: {e}"))?;
-            if trimmed > 0 {
-                log::info!("notification-cleanup removed {trimmed} cluster history intervals older than {history_days} days");
-            }
-            Ok(removed)
-        }),
-        scheduler_handles,
-    ));
-    for scheduler in [&token_cleanup, &notification_cleanup] {
-        scheduler.load().map_err(|e| {
-            FatalError(format!("Cannot read the status of {}: {e}", scheduler.name))
-        })?;
-        let (scheduler, stop) = (scheduler.clone(), shutdown.clone());
-        std::thread::Builder::new()
-            .name(format!("sched:{}", scheduler.name))
-            .spawn(move || scheduler.run_timer(&stop))
-            .map_err(|e| FatalError(format!("Cannot start a scheduler thread: {e}")))?;
-    }
+        &shutdown,
+    )?;
+    let (token_cleanup, notification_cleanup) = start_schedulers(
+        schedulers::Handles {
+            db: db.clone(),
+            clock: clock.clone(),
+            hub: hub.clone(),
+            activity: activity.clone(),
+            settings: settings.clone(),
+        },
+        history.clone(),
+        &shutdown,
+    )?;
 
-    let evaluate = clusters::thread::EvalSender(evaluate);
     let session = SessionHandles {
         db: db.clone(),
         clock: clock.clone(),
@@ -292,29 +208,16 @@ pub fn run(
         clients_changed: clients_changed.clone(),
         evaluator: Arc::new(evaluate.clone()),
     };
-    let outbound = Arc::new(Dialer::new(DialHandles {
-        session: session.clone(),
-        clock: clock.clone(),
-        seal_key: config
-            .secret_key_persisted
-            .then(|| SealKey::from_secret_key(&config.secret_key)),
-        allow_self_signed: config.security.allow_self_signed_agent_certificates,
-        shutdown: shutdown.clone(),
-    }));
-    // An agent that does not answer is no error of the start: its thread keeps
-    // dialling on the ladder. Only failing to start the dialling ends the start.
-    let dialled = outbound
-        .start_all()
-        .map_err(|e| FatalError(format!("Cannot start the outbound connections: {e}")))?;
-    if dialled > 0 {
-        log::info!("Dialling {dialled} outbound agent(s)");
-    }
+    let outbound = start_dialling(&config, session.clone(), &shutdown)?;
 
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
         oidc,
-        port: local.port(),
+        port: listener
+            .local_addr()
+            .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?
+            .port(),
         hub,
         agents,
         readings,
@@ -335,6 +238,110 @@ pub fn run(
         db,
         clock,
     });
+    serve(app, listener, &shutdown)
+}
+
+/// The OIDC provider, when the config names one: discovered at start, so a
+/// wrong issuer ends the start instead of every login.
+fn discover_oidc(config: &ServerConfig) -> Result<Option<Oidc>, FatalError> {
+    let oidc = Oidc::discover(&config.oidc).map_err(|e| {
+        FatalError(format!(
+            "OIDC discovery at {} failed: {e}",
+            config.oidc.issuer
+        ))
+    })?;
+    if let Some(oidc) = &oidc {
+        log::info!("OIDC login through {}", oidc.issuer());
+    }
+    Ok(oidc)
+}
+
+/// What the threads and the HTTP layer share, built once at start.
+struct Shared {
+    hub: Arc<Hub>,
+    agents: Arc<AgentRegistry>,
+    readings: Arc<Latest>,
+    settings: Arc<Settings>,
+    counters: Arc<crate::metrics::Counters>,
+    silences: Arc<Silences>,
+    activity: ActivitySink,
+}
+
+fn shared_state(
+    config: &ServerConfig,
+    db: &Arc<Db>,
+    clock: &SharedClock,
+) -> Result<Shared, FatalError> {
+    let hub = Arc::new(Hub::default());
+    let agents = Arc::new(AgentRegistry::default());
+    let readings = Arc::new(
+        Latest::load(db)
+            .map_err(|e| FatalError(format!("Cannot read the stored readings: {e}")))?,
+    );
+    let settings = Arc::new(
+        Settings::new(config.settings.clone())
+            .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
+    );
+    let counters = Arc::new(crate::metrics::Counters::default());
+    let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone(), counters.clone()));
+    let silences = Arc::new(
+        Silences::load(db.clone())
+            .map_err(|e| FatalError(format!("Cannot read the silences: {e}")))?,
+    );
+    let activity = ActivitySink::new(
+        db.clone(),
+        settings.clone(),
+        hub.clone(),
+        webhooks,
+        counters.clone(),
+        silences.clone(),
+    );
+    Ok(Shared {
+        hub,
+        agents,
+        readings,
+        settings,
+        counters,
+        silences,
+        activity,
+    })
+}
+
+/// The `clients-feed` thread: the dashboards' client list, sent when it changes.
+fn start_clients_feed(
+    db: &Arc<Db>,
+    agents: &Arc<AgentRegistry>,
+    hub: &Arc<Hub>,
+    shutdown: &Shutdown,
+) -> Result<feed::ClientsChanged, FatalError> {
+    feed::spawn(
+        feed::Handles {
+            db: db.clone(),
+            agents: agents.clone(),
+            hub: hub.clone(),
+        },
+        shutdown.clone(),
+    )
+    .map_err(|e| FatalError(format!("Cannot start the clients-feed thread: {e}")))
+}
+
+/// The `cluster-eval` thread: groups readings into clusters and confirms
+/// their changes.
+fn start_evaluator(
+    handles: clusters::thread::Handles,
+    shutdown: &Shutdown,
+) -> Result<clusters::thread::EvalSender, FatalError> {
+    let (evaluate, inbox) = crossbeam_channel::unbounded();
+    clusters::thread::spawn(handles, inbox, shutdown.clone())
+        .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
+    Ok(clusters::thread::EvalSender(evaluate))
+}
+
+/// Serves HTTP until shutdown, then gives open requests their grace.
+fn serve(app: Arc<App>, listener: TcpListener, shutdown: &Shutdown) -> Result<(), FatalError> {
+    let local = listener
+        .local_addr()
+        .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?;
     let server = http::start(app.clone(), listener, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the HTTP server: {e}")))?;
     log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());
@@ -345,6 +352,99 @@ pub fn run(
     }
     log::info!("Stopped");
     Ok(())
+}
+
+/// The `silences` thread: ends silences when they expire.
+fn start_silence_expiry(handles: silences::Handles, shutdown: &Shutdown) -> Result<(), FatalError> {
+    let stop = shutdown.clone();
+    std::thread::Builder::new()
+        .name("silences".into())
+        .spawn(move || silences::run_expiry(handles, stop))
+        .map_err(|e| FatalError(format!("Cannot start the silences thread: {e}")))?;
+    Ok(())
+}
+
+/// The two cleanup schedulers (tokens; activity and cluster history), each
+/// on a `sched:*` thread, their status read back from the database first.
+fn start_schedulers(
+    scheduler_handles: schedulers::Handles,
+    history: clusters::history::store::SharedMirror,
+    shutdown: &Shutdown,
+) -> Result<(Arc<Scheduler>, Arc<Scheduler>), FatalError> {
+    let token_cleanup = Arc::new(Scheduler::new(
+        "token-cleanup",
+        "token_cleanup_interval_hours",
+        Box::new(|h, now| {
+            schedulers::clean_tokens(&h.db, h.settings.number("token_retention_days", 30), now)
+        }),
+        scheduler_handles.clone(),
+    ));
+    let notification_cleanup = Arc::new(Scheduler::new(
+        "notification-cleanup",
+        "notification_cleanup_interval_hours",
+        Box::new(move |h, now| {
+            let days = h.settings.number("notification_retention_days", 90);
+            let keep = h.settings.number("notification_retention_count", 500);
+            let removed = schedulers::clean_activity(&h.db, days, keep, now)?;
+            // The cluster history has its own retention; its intervals are not
+            // activity, so they are logged rather than counted in `removed`.
+            let history_days = match h
+                .settings
+                .number(HISTORY_RETENTION_KEY, HISTORY_RETENTION_DEFAULT)
+            {
+                0 => HISTORY_RETENTION_DEFAULT,
+                d => d,
+            };
+            let cutoff = now - chrono::Duration::days(history_days as i64);
+            let trimmed =
+                clusters::history::store::trim(&h.db, &history, cutoff.timestamp_millis())
+                    .map_err(|e| format!("cluster history: {e}"))?;
+            if trimmed > 0 {
+                log::info!("notification-cleanup removed {trimmed} cluster history intervals older than {history_days} days");
+            }
+            Ok(removed)
+        }),
+        scheduler_handles,
+    ));
+    for scheduler in [&token_cleanup, &notification_cleanup] {
+        scheduler.load().map_err(|e| {
+            FatalError(format!("Cannot read the status of {}: {e}", scheduler.name))
+        })?;
+        let (scheduler, stop) = (scheduler.clone(), shutdown.clone());
+        std::thread::Builder::new()
+            .name(format!("sched:{}", scheduler.name))
+            .spawn(move || scheduler.run_timer(&stop))
+            .map_err(|e| FatalError(format!("Cannot start a scheduler thread: {e}")))?;
+    }
+
+    Ok((token_cleanup, notification_cleanup))
+}
+
+/// The outbound dialler, with a `dial:*` thread per outbound client.
+fn start_dialling(
+    config: &ServerConfig,
+    session: SessionHandles,
+    shutdown: &Shutdown,
+) -> Result<Arc<Dialer>, FatalError> {
+    let outbound = Arc::new(Dialer::new(DialHandles {
+        clock: session.clock.clone(),
+        session,
+        seal_key: config
+            .secret_key_persisted
+            .then(|| SealKey::from_secret_key(&config.secret_key)),
+        allow_self_signed: config.security.allow_self_signed_agent_certificates,
+        shutdown: shutdown.clone(),
+    }));
+    // An agent that does not answer is no error of the start: its thread keeps
+    // dialling on the ladder. Only failing to start the dialling ends the start.
+    let dialled = outbound
+        .start_all()
+        .map_err(|e| FatalError(format!("Cannot start the outbound connections: {e}")))?;
+    if dialled > 0 {
+        log::info!("Dialling {dialled} outbound agent(s)");
+    }
+
+    Ok(outbound)
 }
 
 /// Creates the administrator on first run. A generated password is shown on the

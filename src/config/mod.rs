@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 pub use values::{LogLevel, ProxyRule};
 
@@ -231,35 +231,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let mut warnings = Vec::new();
     let mut notices = Vec::new();
 
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => {
-            return Err(ConfigError::new(
-                "config",
-                format!("cannot read {}: {e}", path.display()),
-            ))
-        }
-    };
-    let doc: Value = match &existing {
-        Some(text) if !text.trim().is_empty() => serde_yaml_ng::from_str(text).map_err(|e| {
-            ConfigError::new(
-                "config",
-                format!("{} is not valid YAML or JSON: {e}", path.display()),
-            )
-        })?,
-        _ => Value::Object(Map::new()),
-    };
-    let root = match doc {
-        Value::Object(m) => m,
-        Value::Null => Map::new(),
-        _ => {
-            return Err(ConfigError::new(
-                "config",
-                format!("{} must hold a mapping of keys", path.display()),
-            ))
-        }
-    };
+    let (existing, root) = read_document(&path)?;
 
     for key in root
         .keys()
@@ -272,32 +244,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     }
 
     let mut additions = Vec::new();
-    let mut generated_secret_key = false;
-    let jwt_secret = match opt_string(&root, "jwtSecret")? {
-        Some(s) => s,
-        None => {
-            let s = random_hex(64);
-            additions.push(Addition {
-                section: None,
-                key: "jwtSecret".into(),
-                value: Value::String(s.clone()),
-            });
-            s
-        }
-    };
-    let secret_key = match opt_string(&root, "secretKey")? {
-        Some(s) => s,
-        None => {
-            generated_secret_key = true;
-            let s = random_hex(32);
-            additions.push(Addition {
-                section: None,
-                key: "secretKey".into(),
-                value: Value::String(s.clone()),
-            });
-            s
-        }
-    };
+    let (jwt_secret, secret_key, generated_secret_key) = secrets(&root, &mut additions)?;
 
     let jwt_expires_in = match root.get("jwtExpiresIn") {
         None | Some(Value::Null) => Duration::from_secs(12 * 3600),
@@ -330,62 +277,15 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let oidc = parse_oidc(root.get("oidc"), &mut warnings)?;
     let settings = parse_settings(root.get("settings"), &mut additions, &mut warnings)?;
 
-    let mut secret_key_persisted = true;
-    if existing.is_none() {
-        let text = first_run_file(&jwt_secret, &secret_key);
-        match vrrp_fs::write_private_atomic(&path, text.as_bytes()) {
-            Ok(()) => notices.push(format!(
-                "Created configuration file {} with generated secrets",
-                path.display()
-            )),
-            Err(e) => {
-                secret_key_persisted = false;
-                warnings.push(format!("Cannot write configuration file {}: {e}; generated secrets live only until the next restart, outbound registrations are refused", path.display()));
-            }
-        }
-    } else if !additions.is_empty() {
-        let original = existing.as_deref().unwrap_or_default();
-        let text = match rewrite::add_missing(original, &additions) {
-            Ok(t) if verify_additions(&t, &additions) => t,
-            _ => {
-                warnings.push(format!("{} could not take the missing keys in place; it is rewritten whole and loses its comments", path.display()));
-                reserialise(root.clone(), &additions)?
-            }
-        };
-        let names: Vec<String> = additions
-            .iter()
-            .map(|a| match a.section {
-                Some(s) => format!("{s}.{}", a.key),
-                None => a.key.clone(),
-            })
-            .collect();
-        match vrrp_fs::write_private_atomic(&path, text.as_bytes()) {
-            Ok(()) => notices.push(format!(
-                "Added missing keys to {}: {}",
-                path.display(),
-                names.join(", ")
-            )),
-            Err(e) => {
-                if generated_secret_key {
-                    secret_key_persisted = false;
-                }
-                warnings.push(format!("Cannot write configuration file {}: {e}; missing keys ({}) live only until the next restart", path.display(), names.join(", ")));
-            }
-        }
-    } else if let Ok(meta) = std::fs::metadata(&path) {
-        if meta.permissions().mode() & 0o077 != 0 {
-            match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
-                Ok(()) => warnings.push(format!(
-                    "{} was readable by others; its mode is now 0600",
-                    path.display()
-                )),
-                Err(e) => warnings.push(format!(
-                    "{} is readable by others and its mode cannot be changed: {e}",
-                    path.display()
-                )),
-            }
-        }
-    }
+    let secret_key_persisted = write_back(
+        &path,
+        existing.as_deref(),
+        &root,
+        &additions,
+        (&jwt_secret, &secret_key, generated_secret_key),
+        &mut warnings,
+        &mut notices,
+    )?;
 
     Ok(Loaded {
         config: ServerConfig {
@@ -406,6 +306,150 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
         warnings,
         notices,
     })
+}
+
+/// The config file's text (absent on a first run) and its keys.
+fn read_document(path: &Path) -> Result<(Option<String>, Map<String, Value>), ConfigError> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            return Err(ConfigError::new(
+                "config",
+                format!("cannot read {}: {e}", path.display()),
+            ))
+        }
+    };
+    let doc: Value = match &existing {
+        Some(text) if !text.trim().is_empty() => serde_yaml_ng::from_str(text).map_err(|e| {
+            ConfigError::new(
+                "config",
+                format!("{} is not valid YAML or JSON: {e}", path.display()),
+            )
+        })?,
+        _ => Value::Object(Map::new()),
+    };
+    let root = match doc {
+        Value::Object(m) => m,
+        Value::Null => Map::new(),
+        _ => {
+            return Err(ConfigError::new(
+                "config",
+                format!("{} must hold a mapping of keys", path.display()),
+            ))
+        }
+    };
+
+    Ok((existing, root))
+}
+
+/// The two generated secrets, taken from the file or made now (and added to
+/// `additions`); whether the secret key was made now.
+fn secrets(
+    root: &Map<String, Value>,
+    additions: &mut Vec<Addition>,
+) -> Result<(String, String, bool), ConfigError> {
+    let mut generated_secret_key = false;
+    let jwt_secret = match opt_string(root, "jwtSecret")? {
+        Some(s) => s,
+        None => {
+            let s = random_hex(64);
+            additions.push(Addition {
+                section: None,
+                key: "jwtSecret".into(),
+                value: Value::String(s.clone()),
+            });
+            s
+        }
+    };
+    let secret_key = match opt_string(root, "secretKey")? {
+        Some(s) => s,
+        None => {
+            generated_secret_key = true;
+            let s = random_hex(32);
+            additions.push(Addition {
+                section: None,
+                key: "secretKey".into(),
+                value: Value::String(s.clone()),
+            });
+            s
+        }
+    };
+
+    Ok((jwt_secret, secret_key, generated_secret_key))
+}
+
+/// Writes what the start added: the whole file on a first run, the missing
+/// keys in place otherwise (whole when in place fails); tightens a loose mode.
+/// Returns whether the secret key is on disk (outbound tokens are sealed with
+/// it, so a key that dies with the process must not seal any).
+fn write_back(
+    path: &Path,
+    existing: Option<&str>,
+    root: &Map<String, Value>,
+    additions: &[Addition],
+    (jwt_secret, secret_key, generated_secret_key): (&str, &str, bool),
+    warnings: &mut Vec<String>,
+    notices: &mut Vec<String>,
+) -> Result<bool, ConfigError> {
+    let mut secret_key_persisted = true;
+    if existing.is_none() {
+        let text = first_run_file(jwt_secret, secret_key);
+        match vrrp_fs::write_private_atomic(path, text.as_bytes()) {
+            Ok(()) => notices.push(format!(
+                "Created configuration file {} with generated secrets",
+                path.display()
+            )),
+            Err(e) => {
+                secret_key_persisted = false;
+                warnings.push(format!("Cannot write configuration file {}: {e}; generated secrets live only until the next restart, outbound registrations are refused", path.display()));
+            }
+        }
+    } else if !additions.is_empty() {
+        let original = existing.unwrap_or_default();
+        let text = match rewrite::add_missing(original, additions) {
+            Ok(t) if verify_additions(&t, additions) => t,
+            _ => {
+                warnings.push(format!("{} could not take the missing keys in place; it is rewritten whole and loses its comments", path.display()));
+                reserialise(root.clone(), additions)?
+            }
+        };
+        let names: Vec<String> = additions
+            .iter()
+            .map(|a| match a.section {
+                Some(s) => format!("{s}.{}", a.key),
+                None => a.key.clone(),
+            })
+            .collect();
+        match vrrp_fs::write_private_atomic(path, text.as_bytes()) {
+            Ok(()) => notices.push(format!(
+                "Added missing keys to {}: {}",
+                path.display(),
+                names.join(", ")
+            )),
+            Err(e) => {
+                if generated_secret_key {
+                    secret_key_persisted = false;
+                }
+                warnings.push(format!("Cannot write configuration file {}: {e}; missing keys ({}) live only until the next restart", path.display(), names.join(", ")));
+            }
+        }
+    } else if let Ok(meta) = std::fs::metadata(path) {
+        if meta.permissions().mode() & 0o077 != 0 {
+            match std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)) {
+                Ok(()) => warnings.push(format!(
+                    "{} was readable by others; its mode is now 0600",
+                    path.display()
+                )),
+                Err(e) => warnings.push(format!(
+                    "{} is readable by others and its mode cannot be changed: {e}",
+                    path.display()
+                )),
+            }
+        }
+    }
+
+    Ok(secret_key_persisted)
 }
 
 fn parse_security(
