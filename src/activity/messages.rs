@@ -40,6 +40,81 @@ pub fn duration(secs: i64) -> String {
     }
 }
 
+/// One cause of a FAULT in words, as keepalived reports it (a `FaultCause` of
+/// the protocol, or a tracked item that is not ok): "track script chk_lab
+/// failed", "tracked interface trk0 is down", "track file prio is at -254",
+/// "track process nginx is not running", "sync group SG_1 is in FAULT".
+pub fn cause_phrase(cause: &Value) -> String {
+    let item = item_name(cause);
+    let status = text(cause, &["status"]);
+    let value = num(cause, &["value"]);
+    // keepalived's own word, when it is not the one the sentence already says.
+    let unless = |said: &[&str]| {
+        status
+            .filter(|s| !said.iter().any(|w| w.eq_ignore_ascii_case(s)))
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default()
+    };
+    match text(cause, &["kind"]).unwrap_or_default() {
+        "script" => format!("{item} failed{}", unless(&["BAD", "FAILED"])),
+        "interface" => format!("{item} is down{}", unless(&["DOWN"])),
+        "file" => match value {
+            Some(v) => format!("{item} is at {v}"),
+            None => format!("{item} failed{}", unless(&[])),
+        },
+        "process" => match value {
+            None | Some(0) => format!("{item} is not running"),
+            Some(1) => format!("{item} has 1 process running"),
+            Some(n) => format!("{item} has {n} processes running"),
+        },
+        "syncGroup" => format!("{item} is in FAULT"),
+        _ => format!("{item} failed{}", unless(&[])),
+    }
+}
+
+/// A tracked item (or sync group) by its kind and name, as keepalived.conf
+/// names it: "track script chk_lab", "tracked interface trk0".
+fn item_name(item: &Value) -> String {
+    let name = text(item, &["name"]).unwrap_or("?");
+    match text(item, &["kind"]).unwrap_or_default() {
+        "script" => format!("track script {name}"),
+        "interface" => format!("tracked interface {name}"),
+        "file" => format!("track file {name}"),
+        "process" => format!("track process {name}"),
+        "syncGroup" => format!("sync group {name}"),
+        "" => format!("tracked item {name}"),
+        other => format!("tracked {other} {name}"),
+    }
+}
+
+/// The causes of a FAULT in words, joined ("a, b and c"); `None` when the list
+/// is empty or absent: keepalived reported nothing the agent could name.
+pub fn causes_text(causes: &Value) -> Option<String> {
+    let phrases: Vec<String> = causes.as_array()?.iter().map(cause_phrase).collect();
+    match phrases.as_slice() {
+        [] => None,
+        [one] => Some(one.clone()),
+        [rest @ .., last] => Some(format!("{} and {last}", rest.join(", "))),
+    }
+}
+
+/// What the dashboard shows beside a FAULT member: the causes, or that there
+/// are none to tell.
+pub fn fault_reason(causes: &Value) -> String {
+    causes_text(causes).unwrap_or_else(|| NO_CAUSE.to_owned())
+}
+
+const NO_CAUSE: &str = "keepalived reports no cause";
+
+/// "h2 VI_1 is in FAULT: track script chk_lab failed." (`who` names the
+/// instance or the host), or plainly that no cause is known.
+pub fn in_fault(who: &str, causes: &Value) -> String {
+    match causes_text(causes) {
+        Some(t) => format!("{who} is in FAULT: {t}."),
+        None => format!("{who} is in FAULT; {NO_CAUSE}."),
+    }
+}
+
 fn reasons(data: &Value) -> Option<String> {
     let texts: Vec<&str> = data["incident"]["reasons"]
         .as_array()?
@@ -75,7 +150,54 @@ pub fn compose(
                 (Some(p), _) => Some(format!("Priority {p}.")),
                 _ => None,
             };
+            if to == "FAULT" {
+                // The cause is what an operator needs first: it leads, and the
+                // transition moves to the detail.
+                let who = host.map_or_else(
+                    || {
+                        text(subject, &["instanceName"])
+                            .unwrap_or("An instance")
+                            .to_owned()
+                    },
+                    |h| format!("{h} {}", text(subject, &["instanceName"]).unwrap_or("?")),
+                );
+                let vrid = num(subject, &["vrid"])
+                    .map(|v| format!(" (VRID {v})"))
+                    .unwrap_or_default();
+                let moved = format!("Changed from {from} to FAULT{vrid}.");
+                let detail = prio.map_or(moved.clone(), |p| format!("{moved} {p}"));
+                return (in_fault(&who, &data["causes"]), Some(detail));
+            }
             (format!("{instance}{on} changed from {from} to {to}."), prio)
+        }
+        "vrrp.track_changed" => {
+            let who = match (host, text(subject, &["instanceName"])) {
+                (Some(h), Some(i)) => format!("{h} {i}"),
+                (Some(h), None) => h.to_owned(),
+                (None, i) => i.unwrap_or("An instance").to_owned(),
+            };
+            let ok = data["ok"] == true;
+            let what = if ok {
+                format!("{} recovered", item_name(data))
+            } else {
+                cause_phrase(
+                    &serde_json::json!({ "kind": data["kind"], "name": data["name"],
+                    "status": data["to"], "value": data["value"] }),
+                )
+            };
+            let mut detail = Vec::new();
+            if let (Some(from), Some(to)) = (text(data, &["from"]), text(data, &["to"])) {
+                detail.push(format!("Was {from}, now {to}."));
+            }
+            if let Some(w) = num(data, &["weight"]).filter(|w| *w != 0) {
+                detail.push(format!(
+                    "Weight {w}: it moves the priority rather than putting the instance in FAULT."
+                ));
+            }
+            (
+                format!("{who}: {what}."),
+                (!detail.is_empty()).then(|| detail.join(" ")),
+            )
         }
         "vrrp.instance_added" => (
             format!(
@@ -274,10 +396,10 @@ mod tests {
         let (m, d) = compose(
             "vrrp.state_changed",
             &subject,
-            &json!({ "from": "MASTER", "to": "FAULT", "priority": 130, "effectivePriority": 0 }),
+            &json!({ "from": "MASTER", "to": "BACKUP", "priority": 130, "effectivePriority": 0 }),
             Some("lb-1"),
         );
-        assert_eq!(m, "VI_1 (VRID 51) on lb-1 changed from MASTER to FAULT.");
+        assert_eq!(m, "VI_1 (VRID 51) on lb-1 changed from MASTER to BACKUP.");
         assert_eq!(d.as_deref(), Some("Priority 130, effective 0."));
         assert_eq!(
             compose("keepalived.stopped", &json!({}), &json!({}), Some("lb-1")).0,
@@ -385,6 +507,111 @@ mod tests {
             compose("vrrp.incident_resolved", &json!({}), &removed, None)
                 .0
                 .ends_with("after 42 s: the cluster no longer exists.")
+        );
+    }
+
+    #[test]
+    fn a_fault_names_its_causes_as_keepalived_reports_them() {
+        let subject = json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" });
+        let fault = |causes: Value| {
+            compose(
+                "vrrp.state_changed",
+                &subject,
+                &json!({ "from": "BACKUP", "to": "FAULT", "priority": 100, "effectivePriority": 100, "causes": causes }),
+                Some("h2"),
+            )
+        };
+        let (m, d) = fault(json!([{ "kind": "script", "name": "chk_lab", "status": "BAD" }]));
+        assert_eq!(m, "h2 VI_1 is in FAULT: track script chk_lab failed.");
+        assert_eq!(
+            d.as_deref(),
+            Some("Changed from BACKUP to FAULT (VRID 51). Priority 100.")
+        );
+        assert_eq!(
+            fault(json!([{ "kind": "interface", "name": "trk0", "status": "DOWN" }])).0,
+            "h2 VI_1 is in FAULT: tracked interface trk0 is down."
+        );
+        assert_eq!(
+            fault(json!([{ "kind": "file", "name": "prio", "value": -254 }])).0,
+            "h2 VI_1 is in FAULT: track file prio is at -254."
+        );
+        assert_eq!(
+            fault(json!([{ "kind": "process", "name": "nginx", "value": 0 }])).0,
+            "h2 VI_1 is in FAULT: track process nginx is not running."
+        );
+        assert_eq!(
+            fault(json!([{ "kind": "syncGroup", "name": "SG_1", "status": "FAULT" }])).0,
+            "h2 VI_1 is in FAULT: sync group SG_1 is in FAULT."
+        );
+        assert_eq!(
+            fault(json!([{ "kind": "script", "name": "a", "status": "INIT/FAILED" },
+                         { "kind": "interface", "name": "trk0" },
+                         { "kind": "process", "name": "p", "value": 3 }])).0,
+            "h2 VI_1 is in FAULT: track script a failed (INIT/FAILED), tracked interface trk0 is down and track process p has 3 processes running."
+        );
+        assert_eq!(
+            fault(json!([])).0,
+            "h2 VI_1 is in FAULT; keepalived reports no cause."
+        );
+        assert_eq!(
+            fault(Value::Null).0,
+            "h2 VI_1 is in FAULT; keepalived reports no cause.",
+            "an agent that sends no causes reads the same"
+        );
+        assert_eq!(
+            compose(
+                "vrrp.state_changed",
+                &subject,
+                &json!({ "from": "FAULT", "to": "BACKUP" }),
+                Some("h2")
+            )
+            .0,
+            "VI_1 (VRID 51) on h2 changed from FAULT to BACKUP.",
+            "leaving FAULT reads as before"
+        );
+    }
+
+    #[test]
+    fn a_tracked_item_changing_says_what_and_how() {
+        let subject = json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" });
+        let (m, d) = compose(
+            "vrrp.track_changed",
+            &subject,
+            &json!({ "kind": "script", "name": "chk_lab", "from": "GOOD", "to": "BAD", "ok": false }),
+            Some("h2"),
+        );
+        assert_eq!(m, "h2 VI_1: track script chk_lab failed.");
+        assert_eq!(d.as_deref(), Some("Was GOOD, now BAD."));
+        let (m, d) = compose(
+            "vrrp.track_changed",
+            &subject,
+            &json!({ "kind": "script", "name": "chk_lab", "from": "BAD", "to": "GOOD", "ok": true, "weight": -20 }),
+            Some("h2"),
+        );
+        assert_eq!(m, "h2 VI_1: track script chk_lab recovered.");
+        assert_eq!(
+            d.as_deref(),
+            Some("Was BAD, now GOOD. Weight -20: it moves the priority rather than putting the instance in FAULT.")
+        );
+        assert_eq!(
+            compose(
+                "vrrp.track_changed",
+                &subject,
+                &json!({ "kind": "interface", "name": "trk0", "from": "UP", "to": "DOWN", "ok": false }),
+                Some("h1")
+            )
+            .0,
+            "h1 VI_1: tracked interface trk0 is down."
+        );
+        assert_eq!(
+            compose(
+                "vrrp.track_changed",
+                &subject,
+                &json!({ "kind": "file", "name": "prio", "from": "0", "to": "-254", "value": -254, "ok": false }),
+                None
+            )
+            .0,
+            "VI_1: track file prio is at -254."
         );
     }
 }

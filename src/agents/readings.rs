@@ -9,6 +9,7 @@
 //! clusters, the dashboard's first snapshot) are served from there instead of
 //! parsing every stored reading per request.
 
+use crate::activity::messages::fault_reason;
 use crate::db::{Db, DbError};
 use parking_lot::RwLock;
 use rusqlite::{params, OptionalExtension};
@@ -16,7 +17,7 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use vrrp_protocol::VrrpState;
+use vrrp_protocol::{SyncGroup, VrrpInstance, VrrpState};
 
 /// Why a reading was discarded.
 #[derive(Debug, PartialEq)]
@@ -105,7 +106,46 @@ pub fn normalise(payload: Value) -> Result<Map<String, Value>, Malformed> {
     for optional in ["pid", "version", "source", "error"] {
         obj.entry(optional).or_insert(Value::Null);
     }
+    add_fault_causes(&mut obj);
     Ok(obj)
+}
+
+/// Gives every FAULT instance `faultCauses` (the protocol's [`vrrp_protocol::FaultCause`]s:
+/// failing unweighted tracked items, else its sync group in FAULT) and
+/// `faultReason` (them in words, or that keepalived reports none), so the
+/// evaluator's incident reasons, the cluster list and the dashboard all say
+/// why from one rule. Server fields: whatever an agent put there is replaced.
+/// Only FAULT instances are parsed, so the common reading costs nothing more.
+fn add_fault_causes(reading: &mut Map<String, Value>) {
+    let groups: Vec<SyncGroup> = reading
+        .get("syncGroups")
+        .and_then(Value::as_array)
+        .map(|gs| {
+            gs.iter()
+                .filter_map(|g| serde_json::from_value(g.clone()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let Some(Value::Array(instances)) = reading.get_mut("instances") else {
+        return;
+    };
+    for inst in instances.iter_mut() {
+        let Some(obj) = inst.as_object_mut() else {
+            continue;
+        };
+        obj.remove("faultCauses");
+        obj.remove("faultReason");
+        if obj.get("state").and_then(Value::as_str) != Some("FAULT") {
+            continue;
+        }
+        // An instance of another shape still reads; it just has no cause to tell.
+        let causes = serde_json::from_value::<VrrpInstance>(Value::Object(obj.clone()))
+            .map(|i| i.fault_causes(&groups))
+            .unwrap_or_default();
+        let causes = serde_json::to_value(causes).unwrap_or_else(|_| Value::Array(Vec::new()));
+        obj.insert("faultReason".into(), Value::String(fault_reason(&causes)));
+        obj.insert("faultCauses".into(), causes);
+    }
 }
 
 fn instances(reading: &Map<String, Value>) -> &[Value] {
@@ -374,6 +414,37 @@ mod tests {
         assert_eq!(r["instances"][0]["vips"], json!([]));
         assert_eq!(r["syncGroups"][0]["state"], "MASTER");
         assert_eq!(r["pid"], Value::Null);
+    }
+
+    #[test]
+    fn a_fault_instance_gets_its_causes_from_one_rule() {
+        let r = normalise(json!({
+            "collectedAt": "t", "running": true,
+            "instances": [
+                {"name": "VI_1", "state": "FAULT", "faultReason": "forged",
+                 "tracked": [{"kind": "script", "name": "chk_lab", "status": "BAD", "ok": false},
+                             {"kind": "file", "name": "w", "value": -9, "weight": 1, "ok": false}]},
+                {"name": "VI_2", "state": "FAULT", "syncGroup": "SG_1"},
+                {"name": "VI_3", "state": "FAULT"},
+                {"name": "VI_4", "state": "BACKUP", "faultCauses": ["forged"]}
+            ],
+            "syncGroups": [{"name": "SG_1", "state": "FAULT", "instances": ["VI_1", "VI_2"]}]
+        }))
+        .unwrap();
+        let i = |n: usize| &r["instances"][n];
+        assert_eq!(
+            i(0)["faultCauses"],
+            json!([{"kind": "script", "name": "chk_lab", "status": "BAD"}]),
+            "the weighted file only moves the priority"
+        );
+        assert_eq!(i(0)["faultReason"], "track script chk_lab failed");
+        assert_eq!(i(1)["faultReason"], "sync group SG_1 is in FAULT");
+        assert_eq!(i(2)["faultCauses"], json!([]));
+        assert_eq!(i(2)["faultReason"], "keepalived reports no cause");
+        assert!(
+            i(3).get("faultCauses").is_none() && i(3).get("faultReason").is_none(),
+            "server fields are the server's, and only a FAULT has causes"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! agent is connected, and it can decline to say anything (an offline member
 //! last reported MASTER: it may still be master).
 
+use crate::activity::messages::in_fault;
 use crate::clusters::{vips_of, Cluster, Member};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -53,12 +54,28 @@ impl IncidentHealth {
 /// One reason behind an incident (`data.incident.reasons[]`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finding {
-    Unreachable { hosts: Vec<String> },
-    SplitBrain { hosts: Vec<String> },
+    Unreachable {
+        hosts: Vec<String>,
+    },
+    SplitBrain {
+        hosts: Vec<String>,
+    },
     NoMaster,
-    NotReporting { host: String, last_state: String },
-    Fault { host: String },
-    VipMismatch { host: String, missing: Vec<String> },
+    NotReporting {
+        host: String,
+        last_state: String,
+    },
+    /// `causes`: the member's `faultCauses` as its reading carries them (a list,
+    /// possibly empty); the text names them, so a cause that changes while the
+    /// host stays in FAULT is a new finding.
+    Fault {
+        host: String,
+        causes: Value,
+    },
+    VipMismatch {
+        host: String,
+        missing: Vec<String>,
+    },
     SingleMember,
 }
 
@@ -86,7 +103,7 @@ impl Finding {
             Finding::NotReporting { host, last_state } => {
                 format!("keepalived on {host} is not reporting; its last state was {last_state}.")
             }
-            Finding::Fault { host } => format!("{host} is in FAULT."),
+            Finding::Fault { host, causes } => in_fault(host, causes),
             Finding::VipMismatch { host, missing } => {
                 format!("{host} lacks the virtual addresses {}.", missing.join(", "))
             }
@@ -110,7 +127,9 @@ impl Finding {
             Finding::NotReporting { host, last_state } => {
                 json!({ "type": "not-reporting", "text": text, "host": host, "lastState": last_state })
             }
-            Finding::Fault { host } => json!({ "type": "fault", "text": text, "host": host }),
+            Finding::Fault { host, causes } => {
+                json!({ "type": "fault", "text": text, "host": host, "causes": causes })
+            }
             Finding::VipMismatch { host, missing } => {
                 json!({ "type": "vip-mismatch", "text": text, "host": host, "missing": missing })
             }
@@ -142,7 +161,15 @@ impl Finding {
                 host: host()?,
                 last_state: v["lastState"].as_str()?.to_owned(),
             },
-            "fault" => Finding::Fault { host: host()? },
+            // A reason persisted before causes were known reads as none reported.
+            "fault" => Finding::Fault {
+                host: host()?,
+                causes: v
+                    .get("causes")
+                    .filter(|c| c.is_array())
+                    .cloned()
+                    .unwrap_or_else(|| json!([])),
+            },
             "vip-mismatch" => Finding::VipMismatch {
                 host: host()?,
                 missing: strings("missing"),
@@ -264,6 +291,12 @@ pub fn observe(cluster: &Cluster) -> Observed {
         if m.state() == "FAULT" {
             findings.push(Finding::Fault {
                 host: m.host.clone(),
+                causes: m
+                    .instance
+                    .get("faultCauses")
+                    .filter(|c| c.is_array())
+                    .cloned()
+                    .unwrap_or_else(|| json!([])),
             });
         }
     }
@@ -547,8 +580,39 @@ mod tests {
         assert_eq!(a.identity(), b.identity());
         assert_ne!(a.text(), b.text());
         assert_ne!(
-            Finding::Fault { host: "h".into() }.identity(),
-            Finding::Fault { host: "i".into() }.identity()
+            Finding::Fault {
+                host: "h".into(),
+                causes: json!([])
+            }
+            .identity(),
+            Finding::Fault {
+                host: "i".into(),
+                causes: json!([])
+            }
+            .identity()
+        );
+        let script = Finding::Fault {
+            host: "h2".into(),
+            causes: json!([{ "kind": "script", "name": "chk_lab", "status": "BAD" }]),
+        };
+        assert_eq!(
+            script.text(),
+            "h2 is in FAULT: track script chk_lab failed."
+        );
+        assert_ne!(
+            script.identity(),
+            Finding::Fault {
+                host: "h2".into(),
+                causes: json!([])
+            }
+            .identity(),
+            "another cause is another finding"
+        );
+        assert_eq!(Finding::from_json(&script.to_json()), Some(script));
+        assert_eq!(
+            Finding::from_json(&json!({ "type": "fault", "host": "h", "text": "h is in FAULT." }))
+                .map(|f| f.text()),
+            Some("h is in FAULT; keepalived reports no cause.".to_owned())
         );
     }
 }

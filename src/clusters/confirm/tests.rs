@@ -592,7 +592,10 @@ fn a_second_host_in_fault_updates_the_incident_with_what_was_added() {
         (i["health"].as_str(), i["previousHealth"].as_str()),
         (Some("degraded"), Some("degraded"))
     );
-    assert_eq!(i["added"], json!(["c is in FAULT."]));
+    assert_eq!(
+        i["added"],
+        json!(["c is in FAULT; keepalived reports no cause."])
+    );
     assert_eq!(i["cleared"], json!([]));
     assert_eq!(i["reasons"].as_array().unwrap().len(), 2);
     assert_eq!(
@@ -607,7 +610,10 @@ fn a_second_host_in_fault_updates_the_incident_with_what_was_added() {
     assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
     let i = &out.events[0].data["incident"];
     assert_eq!(i["added"], json!([]));
-    assert_eq!(i["cleared"], json!(["b is in FAULT."]));
+    assert_eq!(
+        i["cleared"],
+        json!(["b is in FAULT; keepalived reports no cause."])
+    );
     assert_eq!(i["reasons"].as_array().unwrap().len(), 1);
     assert_eq!(out.events[0].correlation_id, id, "the same incident");
     // A member's last state changing while keepalived is silent there is not a
