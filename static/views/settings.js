@@ -26,7 +26,7 @@ const SCHEDULERS = [
 ];
 const OVERRIDES = 'activity_level_overrides';
 // Kinds the server and agents record (any other kind may be typed).
-const KINDS = ['vrrp.state_changed', 'vrrp.instance_added', 'vrrp.instance_removed', 'keepalived.started', 'keepalived.stopped',
+const KINDS = ['vrrp.state_changed', 'vrrp.track_changed', 'vrrp.instance_added', 'vrrp.instance_removed', 'keepalived.started', 'keepalived.stopped',
   'keepalived.unreadable', 'client.connected', 'client.disconnected', 'client.registered', 'scheduler.failed',
   'vrrp.master_changed', 'vrrp.split_brain', 'vrrp.master_lost', 'vrrp.incident_opened', 'vrrp.incident_updated', 'vrrp.incident_resolved'];
 // The API refuses `none` for these: an incident must always be recorded.

@@ -7,6 +7,7 @@ mod auth;
 mod backup;
 mod config;
 mod dashboard;
+mod fault_causes;
 mod first_sighting;
 mod full_disk;
 mod history;
