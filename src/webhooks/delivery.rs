@@ -354,13 +354,33 @@ pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
                 "kind": kind, "level": level, "correlationId": correlation, "subject": subject, "data": data })
     };
     let vrrp = json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" });
+    // The incident update's cluster: lb-2 in FAULT, and why (issue 33).
+    let mut degraded = cluster.clone();
+    degraded["health"] = json!("degraded");
+    degraded["master"] = json!("lb-1");
+    degraded["masters"] = json!(["lb-1"]);
+    degraded["members"][1]["state"] = json!("FAULT");
+    degraded["members"][1]["effectivePriority"] = json!(0);
+    degraded["members"][1]["faultReason"] = json!("track script chk_haproxy failed");
+    let fault_text = "lb-2 is in FAULT: track script chk_haproxy failed.";
+    let causes = json!([{ "kind": "script", "name": "chk_haproxy", "status": "BAD" }]);
     vec![
+        // The default sample: a FAULT and its cause, what an operator most needs
+        // a receiver to show.
         event(
             "vrrp.state_changed",
+            "error",
+            "agent",
+            vrrp.clone(),
+            json!({ "from": "MASTER", "to": "FAULT", "priority": 130, "effectivePriority": 130, "causes": causes }),
+            None,
+        ),
+        event(
+            "vrrp.track_changed",
             "warning",
             "agent",
             vrrp.clone(),
-            json!({ "from": "MASTER", "to": "BACKUP", "priority": 130, "effectivePriority": 130 }),
+            json!({ "kind": "script", "name": "chk_haproxy", "from": "GOOD", "to": "BAD", "ok": false }),
             None,
         ),
         event(
@@ -392,7 +412,11 @@ pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
             "warning",
             "server",
             vrrp.clone(),
-            json!({ "cluster": cluster, "incident": incident(json!("degraded"), json!({ "added": ["lb-2 is in FAULT."], "cleared": [] })) }),
+            json!({ "cluster": degraded, "incident": incident(json!("degraded"), json!({
+                "previousHealth": "split-brain", "history": ["split-brain", "degraded"],
+                "reasons": [{ "type": "fault", "text": fault_text, "host": "lb-2", "causes": causes }],
+                "added": [fault_text],
+                "cleared": ["lb-1 and lb-2 are all MASTER at once (split brain)."] })) }),
             Some("sample-incident"),
         ),
         event(

@@ -253,4 +253,29 @@ mod tests {
             assert!(generic["event"]["data"]["incident"].is_object());
         }
     }
+
+    #[test]
+    fn slack_and_teams_show_why_a_member_is_in_fault() {
+        let get = |id: &str| {
+            render(
+                READY_MADE.iter().find(|r| r.id == id).unwrap(),
+                "vrrp.incident_updated",
+            )
+        };
+        let slack = get("slack");
+        let fields = slack["blocks"][2]["fields"].as_array().unwrap();
+        assert_eq!(
+            fields[1]["text"],
+            "*lb-2*: FAULT: track script chk_haproxy failed (priority 0)"
+        );
+        assert_eq!(
+            fields[0]["text"], "*lb-1*: MASTER (priority 130)",
+            "a member not in FAULT reads as before"
+        );
+        let teams = get("teams");
+        assert_eq!(
+            teams["sections"][0]["facts"][1]["value"],
+            "FAULT: track script chk_haproxy failed"
+        );
+    }
 }

@@ -110,7 +110,10 @@ fn a_fault_event_names_each_kind_of_cause_and_a_track_change_its_own() {
     assert_eq!(bad["detail"], "Was GOOD, now BAD.");
     assert_eq!(bad["level"], "warning");
     let good = by_id("t-good");
-    assert_eq!(good["message"], "h2 VI_1: tracked interface trk0 recovered.");
+    assert_eq!(
+        good["message"],
+        "h2 VI_1: tracked interface trk0 recovered."
+    );
     assert_eq!(good["level"], "info");
     assert!(good["detail"]
         .as_str()
@@ -224,6 +227,17 @@ fn the_incidents_fault_reason_names_the_cause_as_it_changes() {
         .as_str()
         .unwrap()
         .contains("track script chk_lab failed"));
+    let in_data = opened["data"]["cluster"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["host"] == "lb-b")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        in_data["faultReason"], "track script chk_lab failed and tracked interface trk0 is down",
+        "webhook templates can show it beside the member"
+    );
 
     // Its own trackers recover, the group keeps it in FAULT: a new finding.
     let through_group = fault_reading(
@@ -239,7 +253,9 @@ fn the_incidents_fault_reason_names_the_cause_as_it_changes() {
     );
     assert_eq!(
         updated["data"]["incident"]["cleared"],
-        json!(["lb-b is in FAULT: track script chk_lab failed and tracked interface trk0 is down."])
+        json!([
+            "lb-b is in FAULT: track script chk_lab failed and tracked interface trk0 is down."
+        ])
     );
 
     // Nothing reportable: said plainly.
@@ -251,4 +267,62 @@ fn the_incidents_fault_reason_names_the_cause_as_it_changes() {
         fault_reason(&updated)["text"],
         "lb-b is in FAULT; keepalived reports no cause."
     );
+}
+
+#[test]
+fn the_webhook_samples_show_the_cause() {
+    let server = Server::start();
+    let admin = server.admin();
+    // Nothing listens there: the answer still carries what was sent.
+    let url = format!("http://127.0.0.1:{}/", free_port());
+    let sent = server.post(
+        "/api/v1/webhooks/test",
+        Auth::Cookie(&admin),
+        &json!({ "name": "x", "url": url,
+                 "bodyTemplate": r#"{"m": "{{event.message}}", "causes": "{{event.data.causes}}"}"# })
+        .to_string(),
+    );
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(
+        sent.body["body"]["m"],
+        "VI_1 is in FAULT: track script chk_haproxy failed."
+    );
+    assert_eq!(sent.body["body"]["causes"][0]["name"], "chk_haproxy");
+
+    // The ready-made Slack template, previewed on the incident update sample.
+    let templates = server
+        .get("/api/v1/webhooks/templates", Auth::Cookie(&admin))
+        .body;
+    let slack = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "slack")
+        .cloned()
+        .unwrap();
+    let mut hook = slack["webhook"].clone();
+    hook["sampleKind"] = json!("vrrp.incident_updated");
+    let p = server.post(
+        "/api/v1/webhooks/preview",
+        Auth::Cookie(&admin),
+        &hook.to_string(),
+    );
+    assert_eq!(p.body["ok"], true, "{}", p.body);
+    let rendered = p.body["body"].to_string();
+    assert!(
+        rendered.contains("*lb-2*: FAULT: track script chk_haproxy failed"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("new: lb-2 is in FAULT: track script chk_haproxy failed."),
+        "the detail names the finding: {rendered}"
+    );
+    // The new kind has a sample of its own.
+    let t = server.post(
+        "/api/v1/webhooks/preview",
+        Auth::Cookie(&admin),
+        &json!({ "url": "https://x.invalid/", "bodyTemplate": "{}", "sampleKind": "vrrp.track_changed" })
+            .to_string(),
+    );
+    assert_eq!(t.body["message"], "VI_1: track script chk_haproxy failed.");
 }

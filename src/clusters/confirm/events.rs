@@ -81,6 +81,8 @@ pub fn cluster_data(cluster: &Cluster) -> Value {
             "reporting": m.reporting,
             "readAt": m.read_at,
             "vips": m.instance.get("vips").cloned().unwrap_or(json!([])),
+            // Issue 33: why a member is in FAULT, in words (null otherwise).
+            "faultReason": m.instance.get("faultReason").cloned().unwrap_or(Value::Null),
         })).collect::<Vec<_>>(),
     })
 }
