@@ -47,6 +47,42 @@ pub struct ClientFacts {
     /// The last reading's instances, only while the agent is online and its
     /// reading readable: a stale state must not count as a master.
     pub instances: Vec<InstanceFacts>,
+    /// The track scripts of those instances, once per script name (keepalived
+    /// runs a `vrrp_script` once however many instances track it), under the
+    /// same rule as `instances`.
+    pub scripts: BTreeMap<String, ScriptFacts>,
+}
+
+/// One track script as the reading's `tracked` items tell it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ScriptFacts {
+    /// keepalived's `Status` word (`GOOD`, `BAD`, ...).
+    pub status: Option<String>,
+    /// keepalived's `State` of the script's run (`idle`, `running`, ...), when
+    /// the reading carries it.
+    pub state: Option<String>,
+}
+
+/// keepalived-exporter's values for `keepalived_script_status`: the index in
+/// its list `BAD`, `GOOD`; another word has no sample (the exporter logs it).
+pub fn script_status_number(status: &str) -> Option<f64> {
+    match status {
+        "BAD" => Some(0.0),
+        "GOOD" => Some(1.0),
+        _ => None,
+    }
+}
+
+/// keepalived-exporter's values for `keepalived_script_state`: the index in its
+/// list `idle`, `running`, `requested termination`, `forcing termination`.
+pub fn script_state_number(state: &str) -> Option<f64> {
+    match state {
+        "idle" => Some(0.0),
+        "running" => Some(1.0),
+        "requested termination" => Some(2.0),
+        "forcing termination" => Some(3.0),
+        _ => None,
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -217,6 +253,28 @@ impl ClientFacts {
                 .collect(),
             _ => Vec::new(),
         };
+        let mut scripts = BTreeMap::new();
+        if online && readable {
+            let tracked = reading
+                .and_then(|r| r["instances"].as_array())
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["tracked"].as_array())
+                .flatten();
+            for t in tracked.filter(|t| t["kind"] == "script") {
+                let Some(name) = t["name"].as_str() else {
+                    continue;
+                };
+                let word = |k: &str| t[k].as_str().map(str::to_owned);
+                scripts.insert(
+                    name.to_owned(),
+                    ScriptFacts {
+                        status: word("status"),
+                        state: word("state"),
+                    },
+                );
+            }
+        }
         ClientFacts {
             client_id: client["id"].as_str().unwrap_or("").to_owned(),
             host: name.to_owned(),
@@ -227,6 +285,7 @@ impl ClientFacts {
             }),
             keepalived_running: running,
             instances,
+            scripts,
         }
     }
 }
@@ -401,6 +460,12 @@ pub fn render(s: &Snapshot) -> String {
         "gauge",
         "Effective priority of the VRRP instance (after track scripts and interfaces).",
     );
+    let mut script_status = Family::new(
+        "keepalived_script_status",
+        "gauge",
+        "keepalived-exporter's keepalived_script_status: a track script's status (0 BAD, 1 GOOD).",
+    );
+    let mut script_state = Family::new("keepalived_script_state", "gauge", "keepalived-exporter's keepalived_script_state: a track script's run state (0 idle, 1 running, 2 requested termination, 3 forcing termination).");
     let mut counters: Vec<Family> = INSTANCE_COUNTERS
         .iter()
         .map(|(_, name, help)| Family::new(name, "counter", help))
@@ -418,6 +483,15 @@ pub fn render(s: &Snapshot) -> String {
         running.add(&base, if c.keepalived_running { 1.0 } else { 0.0 });
         let readable = c.online && c.keepalived_running;
         ka_up.add(&[("host", &c.host)], if readable { 1.0 } else { 0.0 });
+        for (name, script) in &c.scripts {
+            let labels = [("host", c.host.as_str()), ("name", name)];
+            if let Some(v) = script.status.as_deref().and_then(script_status_number) {
+                script_status.add(&labels, v);
+            }
+            if let Some(v) = script.state.as_deref().and_then(script_state_number) {
+                script_state.add(&labels, v);
+            }
+        }
         for i in &c.instances {
             let vrid = i.vrid.map(|v| v.to_string()).unwrap_or_default();
             let common = [
@@ -514,7 +588,19 @@ pub fn render(s: &Snapshot) -> String {
 
     let mut out = String::new();
     let families = [
-        health, masters, members, up, age, running, ka_up, state, excluded, priority, effective,
+        health,
+        masters,
+        members,
+        up,
+        age,
+        running,
+        ka_up,
+        state,
+        excluded,
+        priority,
+        effective,
+        script_status,
+        script_state,
     ]
     .into_iter()
     .chain(counters)

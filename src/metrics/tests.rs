@@ -191,3 +191,45 @@ fn the_shipped_alert_rules_and_dashboard_name_only_series_we_serve() {
         assert!(named > 5, "{file} names only {named} of our series");
     }
 }
+
+#[test]
+fn track_scripts_use_keepalived_exporters_names_values_and_labels() {
+    let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 30).unwrap();
+    let client = json!({"id": "c1", "hostname": "lb-1", "status": "online"});
+    // chk_lab is tracked by two instances: keepalived runs it once, one series.
+    let reading = json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
+        "instances": [
+            {"name": "VI_1", "state": "FAULT", "vrid": 51, "tracked": [
+                {"kind": "script", "name": "chk_lab", "status": "BAD", "state": "idle", "ok": false},
+                {"kind": "interface", "name": "trk0", "status": "DOWN", "ok": false},
+                {"kind": "script", "name": "chk_new", "status": "INIT", "ok": false}]},
+            {"name": "VI_2", "state": "FAULT", "vrid": 52, "tracked": [
+                {"kind": "script", "name": "chk_lab", "status": "BAD", "state": "idle", "ok": false},
+                {"kind": "script", "name": "chk_up", "status": "GOOD", "ok": true}]}]});
+    let text = render(&Snapshot {
+        clients: vec![ClientFacts::from_json(&client, Some(&reading), now)],
+        ..Snapshot::default()
+    });
+    assert!(text.contains("# TYPE keepalived_script_status gauge\n"));
+    assert!(text.contains("keepalived_script_status{host=\"lb-1\",name=\"chk_lab\"} 0\n"));
+    assert!(text.contains("keepalived_script_status{host=\"lb-1\",name=\"chk_up\"} 1\n"));
+    assert_eq!(
+        text.matches("keepalived_script_status{").count(),
+        2,
+        "INIT is no word of the exporter's: no sample, and trk0 is no script"
+    );
+    assert!(text.contains("keepalived_script_state{host=\"lb-1\",name=\"chk_lab\"} 0\n"));
+    assert_eq!(
+        text.matches("keepalived_script_state{").count(),
+        1,
+        "a script without a run state has no state sample"
+    );
+
+    // Offline: a stale BAD must not page anyone.
+    let offline = json!({"id": "c1", "hostname": "lb-1", "status": "offline"});
+    let text = render(&Snapshot {
+        clients: vec![ClientFacts::from_json(&offline, Some(&reading), now)],
+        ..Snapshot::default()
+    });
+    assert!(!text.contains("keepalived_script_status"));
+}

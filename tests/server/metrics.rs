@@ -284,3 +284,34 @@ fn a_real_prometheus_scrapes_the_server() {
             .map_or("?".into(), |t| t["value"][1].to_string())
     );
 }
+
+/// Issue 33: keepalived-exporter's track script families from the readings'
+/// `tracked` scripts, with `host`, through the real server, and promtool.
+#[test]
+fn track_scripts_are_exported_as_keepalived_exporter_does() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let agent = server.register_agent(&admin, "h2");
+    let mut ws = server.connect_agent(&agent);
+    let mut r = reading(&[("VI_1", "FAULT")]);
+    r["instances"][0]["tracked"] = json!([
+        { "kind": "script", "name": "chk_lab", "status": "BAD", "state": "idle", "ok": false },
+        { "kind": "script", "name": "chk_dns", "status": "GOOD", "weight": -10, "ok": true },
+        { "kind": "interface", "name": "trk0", "status": "UP", "ok": true }
+    ]);
+    ws.send("KEEPALIVED_UPDATE", r);
+    let body = scrape_until(&server, |b| b.contains("keepalived_script_status{"));
+    assert!(
+        body.contains("keepalived_script_status{host=\"h2\",name=\"chk_lab\"} 0\n"),
+        "{body}"
+    );
+    assert!(body.contains("keepalived_script_status{host=\"h2\",name=\"chk_dns\"} 1\n"));
+    assert!(body.contains("keepalived_script_state{host=\"h2\",name=\"chk_lab\"} 0\n"));
+    assert!(!body.contains("name=\"trk0\""), "an interface is no script");
+    let (clean, said) = promtool_check(&body);
+    assert!(clean, "promtool check metrics: {said}");
+    // The agent goes away: its scripts' last words are no longer claimed.
+    drop(ws);
+    let body = scrape_until(&server, |b| !b.contains("keepalived_script_status{"));
+    assert!(!body.contains("keepalived_script_status{"), "{body}");
+}
