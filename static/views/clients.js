@@ -7,6 +7,7 @@ import * as S from '../state.js';
 import { post } from '../api.js';
 import { route, setParams } from '../router.js';
 import { SilenceAction, SilencedBanner } from './silences.js';
+import { FaultCause, TrackedItems } from '../tracking.js';
 
 const nameOf = (c) => c.displayName || c.hostname || c.id.slice(0, 8);
 
@@ -65,7 +66,7 @@ function Instances({ instances, dim }) {
     <thead><tr><th scope="col">Instance</th><th scope="col">State</th><th scope="col">VRID</th><th scope="col">Interface</th>
       <th scope="col">Priority</th><th scope="col">Addresses</th><th scope="col">Sync group</th><th scope="col">Since</th></tr></thead>
     <tbody>${instances.map((i) => html`<tr key=${i.name}>
-      <td>${i.name}</td><td><span class=${`state state-${i.state}`}>${i.state}</span></td><td>${i.vrid ?? '–'}</td>
+      <td>${i.name}</td><td class="state-cell"><span class=${`state state-${i.state}`}>${i.state}</span> <${FaultCause} instance=${i} /></td><td>${i.vrid ?? '–'}</td>
       <td>${i.interface || '–'}</td>
       <td>${i.priority ?? '–'}${i.effectivePriority != null && i.effectivePriority !== i.priority ? ` / ${i.effectivePriority}` : ''}</td>
       <td>${(i.vips || []).join(', ') || '–'}</td><td>${i.syncGroup || '–'}</td>
@@ -127,6 +128,11 @@ export function ClientDetail({ id }) {
     </div>
     <h2>Instances${lastKnown ? ' (last known)' : ''}</h2>
     <${Instances} instances=${instances} dim=${offline || lastKnown} />
+    ${instances?.some((i) => Array.isArray(i.tracked) && i.tracked.length) && html`<h2>What keepalived tracks</h2>
+      <div class=${offline || lastKnown ? 'dim' : ''}>${instances.map((i) => html`<section class="tracked-of" key=${i.name}>
+        <h3>${i.name}${i.trackerFaults != null ? html` <span class="muted">${i.trackerFaults} tracker ${i.trackerFaults === 1 ? 'fault' : 'faults'}</span>` : ''}</h3>
+        <${TrackedItems} instance=${i} />
+      </section>`)}</div>`}
     ${reading?.syncGroups?.length > 0 && html`<h2>Sync groups</h2><ul>
       ${reading.syncGroups.map((g) => html`<li key=${g.name}><strong>${g.name}</strong> ${g.state}: ${g.instances.join(', ')}</li>`)}
     </ul>`}

@@ -6,7 +6,8 @@ import { useEffect, useState } from 'preact/hooks';
 import { html, Health } from '../ui.js';
 import * as S from '../state.js';
 import { get, query } from '../api.js';
-import { byPriority, explain, hostOf, MemberRow } from './clusters.js';
+import { byPriority, explain, hostOf, Members } from './clusters.js';
+import { disagreeingBackups } from '../tracking.js';
 import { EventRow } from './activity.js';
 import { HistoryPanel } from './availability.js';
 import { SilenceAction, SilencedBanner } from './silences.js';
@@ -75,6 +76,7 @@ export function ClusterDetail({ id }) {
       <p class="empty">${S.clustersLoaded.value ? 'This cluster does not exist (any more).' : 'Loading…'}</p>
       <p><a href="/clusters">All clusters</a></p></section>`;
   }
+  const disagree = disagreeingBackups(cluster);
   const all = new Set(cluster.vips);
   const lacking = cluster.members.map((m) => ({ m, missing: [...all].filter((v) => !(m.instance.vips || []).includes(v)) }))
     .filter((x) => x.missing.length);
@@ -87,7 +89,9 @@ export function ClusterDetail({ id }) {
     <${SilenceAction} matcher=${{ clusterKey: cluster.key }} what=${`VRID ${cluster.vrid}`} />
     <p class="muted">Addresses: ${cluster.vips.join(', ') || 'none'}</p>
     <h2>Members</h2>
-    <ul class="members wide">${byPriority(cluster.members).map((m) => html`<${MemberRow} m=${m} key=${m.clientId + m.instance.name} />`)}</ul>
+    ${disagree.size > 0 && html`<p class="callout warn" id="master-disagreement">${
+      `The backups disagree about the master: ${[...disagree].map(([m, heard]) => `${hostOf(m)} hears ${heard}`).join('; ')}.`}</p>`}
+    <${Members} cluster=${cluster} wide=${true} />
     ${lacking.length > 0 && html`<h2>Addresses a member lacks</h2><ul class="vip-mismatch">
       ${lacking.map(({ m, missing }) => html`<li><strong>${hostOf(m)}</strong> lacks ${missing.join(', ')}</li>`)}
     </ul>`}

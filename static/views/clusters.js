@@ -6,6 +6,7 @@ import * as S from '../state.js';
 import { route, setParams } from '../router.js';
 import { okShare, percent, useAvailabilityList } from './availability.js';
 import { loadSilences, silencesFor } from './silences.js';
+import { FaultCause, DisagreeMark, disagreeingBackups } from '../tracking.js';
 
 export function clusterHref(c) {
   return `/clusters/${encodeURIComponent(c.key)}`;
@@ -75,8 +76,11 @@ function matches(c, q) {
   return q.toLowerCase().split(/\s+/).filter(Boolean).every((w) => hay.includes(w));
 }
 
-export function MemberRow({ m }) {
+// One member: host, instance, state, priorities; below, why it is in FAULT
+// and, for a backup hearing another master (`heard`), a mark.
+export function MemberRow({ m, heard, master }) {
   const i = m.instance;
+  const note = (i.state === 'FAULT' && i.faultReason) || heard;
   const dim = !m.online || !m.reporting;
   const why = !m.online ? 'agent offline, last state' : !m.reporting ? 'keepalived not reporting, last state' : '';
   return html`<li class=${`member ${dim ? 'dim' : ''}`}>
@@ -85,7 +89,16 @@ export function MemberRow({ m }) {
     <span class="muted inst">${i.name}</span>
     <span class=${`state state-${i.state}`} title=${why || undefined}>${why && html`<span class="sr">${why} </span>`}${i.state}</span>
     <span class="prio" title="priority / effective priority">${i.priority ?? '–'}${i.effectivePriority != null && i.effectivePriority !== i.priority ? ` / ${i.effectivePriority}` : ''}</span>
+    ${note && html`<span class="member-note"><${FaultCause} instance=${i} />${heard && html`<${DisagreeMark} heard=${heard} master=${master} />`}</span>`}
   </li>`;
+}
+
+// The members by priority, each with its mark when it hears another master.
+export function Members({ cluster, wide }) {
+  const heard = disagreeingBackups(cluster);
+  const master = cluster.members.find((m) => m.online && m.reporting && m.instance.state === 'MASTER');
+  return html`<ul class=${`members${wide ? ' wide' : ''}`}>${byPriority(cluster.members).map((m) => html`<${MemberRow}
+    m=${m} heard=${heard.get(m)} master=${master && hostOf(master)} key=${m.clientId + m.instance.name} />`)}</ul>`;
 }
 
 function ClusterRow(c) {
@@ -99,7 +112,7 @@ function ClusterRow(c) {
       ${c.availability && html`<span class="muted availability" title="Share of the last 30 days in health ok">${percent(okShare(c.availability))} ok</span>`}
     </header>
     <p class="explain">${explain(c)}</p>
-    <ul class="members">${byPriority(c.members).map((m) => html`<${MemberRow} m=${m} key=${m.clientId + m.instance.name} />`)}</ul>
+    <${Members} cluster=${c} />
   </article>`;
 }
 

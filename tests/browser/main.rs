@@ -13,6 +13,7 @@ mod webdriver;
 
 mod admin;
 mod bench;
+mod faults;
 mod history;
 mod screens;
 mod timeline;
