@@ -148,8 +148,24 @@ fn a_fault_member_shows_its_cause_and_a_disagreeing_backup_is_marked() {
     assert_eq!(
         items,
         json!([
-            ["track script", "chk_lab", "failing", "BAD", "–", "–", "failing"],
-            ["tracked interface", "trk0", "failing", "DOWN", "–", "–", "failing"],
+            [
+                "track script",
+                "chk_lab",
+                "failing",
+                "BAD",
+                "–",
+                "–",
+                "failing"
+            ],
+            [
+                "tracked interface",
+                "trk0",
+                "failing",
+                "DOWN",
+                "–",
+                "–",
+                "failing"
+            ],
             ["track process", XSS, "ok", "UP", "2", "–", ""],
             ["track file", "prio_file", "ok", "OK", "-20", "1", ""]
         ]),
