@@ -3,7 +3,9 @@
 //! events, asks agents for readings, and persists what it confirmed.
 //!
 //! Messages are drained in batches: many readings arriving together cost one
-//! evaluation. The grouping is kept between evaluations: a reading that does not
+//! evaluation, but two readings of one host never share one (see
+//! [`ReadingBatch`]), and the cluster list is answered only after what it shows
+//! was evaluated and persisted. The grouping is kept between evaluations: a reading that does not
 //! change what grouping depends on (site, VRIDs, networks, instance names) only
 //! updates its host's members, and only the clusters it touches are evaluated. Nothing here answers to the reading or connection that triggered
 //! it: an error is logged and the next message is evaluated afresh.
@@ -41,6 +43,38 @@ pub const STARTUP_GUARD_SECS: i64 = 60;
 const RETRY_SECS: i64 = 1;
 /// At most this many unstored events are kept for another try.
 const MAX_UNRECORDED: usize = 10_000;
+
+/// The hosts whose readings the thread took in since its last evaluation.
+///
+/// Readings of different hosts wait for one evaluation together (that is what
+/// makes 5,000 readings a second affordable), but a host's reading never
+/// replaces one of its own that no evaluation has seen yet: in a new cluster's
+/// first master-down interval that earlier reading may be the host's first
+/// report, which rule 4 takes silently as the confirmed state, and the later one
+/// a change to be confirmed and reported. Merged, the later one was taken as the
+/// first report and the change was lost (or, undone later, invented) (issue 37).
+#[derive(Debug, Default)]
+pub struct ReadingBatch {
+    hosts: HashSet<String>,
+}
+
+impl ReadingBatch {
+    /// Whether a reading of `host` can join the batch: none of its readings is
+    /// in it yet. When not, the batch is evaluated first.
+    pub fn admits(&self, host: &str) -> bool {
+        !self.hosts.contains(host)
+    }
+
+    /// Notes a reading of `host` taken in.
+    pub fn note(&mut self, host: &str) {
+        self.hosts.insert(host.to_owned());
+    }
+
+    /// An evaluation saw every reading taken in.
+    pub fn clear(&mut self) {
+        self.hosts.clear();
+    }
+}
 
 /// The way into the `cluster-eval` thread; never blocks.
 #[derive(Clone)]
@@ -122,6 +156,14 @@ struct Runner {
     unrecorded: Vec<crate::activity::Event>,
     /// The open history interval of every cluster.
     history: Book,
+    /// The readings taken in since the last evaluation.
+    batch: ReadingBatch,
+    /// Something was taken in that no evaluation has seen yet.
+    unevaluated: bool,
+    /// When the evaluator asked to look again.
+    wake_at: Option<DateTime<Utc>>,
+    /// When the last evaluation ended (real time: it paces the batches).
+    last_evaluation: std::time::Instant,
     /// When the open intervals' ends were last moved to now.
     touched_history: DateTime<Utc>,
 }
@@ -207,7 +249,41 @@ impl Runner {
             unrecorded: Vec::new(),
             history: Book::default(),
             touched_history: handles_now,
+            batch: ReadingBatch::default(),
+            unevaluated: false,
+            wake_at: None,
+            last_evaluation: std::time::Instant::now()
+                .checked_sub(EVAL_BATCH)
+                .unwrap_or_else(std::time::Instant::now),
         })
+    }
+
+    /// Takes one message in. What was taken in before is evaluated first when
+    /// this message must not be merged with it: a second reading of a host (see
+    /// [`ReadingBatch`]), or the cluster list, which shows only what the
+    /// evaluator has confirmed and persisted (a first sighting's roles above all:
+    /// a server stopped right after the list showed a cluster restores them).
+    /// Never while the start-up guard holds evaluation (rule 6).
+    fn take(&mut self, msg: EvalMsg) {
+        if self.awaiting.is_none() {
+            let first = match &msg {
+                EvalMsg::Reading(id, _) => !self.batch.admits(id),
+                EvalMsg::List(_) => self.unevaluated,
+                _ => false,
+            };
+            if first {
+                self.evaluate_now();
+            }
+        }
+        match &msg {
+            EvalMsg::Reading(id, _) => {
+                self.batch.note(id);
+                self.unevaluated = true;
+            }
+            EvalMsg::List(_) => {}
+            _ => self.unevaluated = true,
+        }
+        self.apply(msg);
     }
 
     fn apply(&mut self, msg: EvalMsg) {
@@ -289,40 +365,33 @@ impl Runner {
 
     fn run(&mut self, inbox: &Receiver<EvalMsg>, shutdown: &Shutdown) {
         let clock = self.handles.clock.clone();
-        let mut wake_at: Option<DateTime<Utc>> = None;
-        let mut last_evaluation = std::time::Instant::now()
-            .checked_sub(EVAL_BATCH)
-            .unwrap_or_else(std::time::Instant::now);
         while !shutdown.is_set() {
             let now = clock.now();
             self.touch_history(now, false);
             // Real waits stay short so a driven clock is noticed; the clock decides.
-            let wait = wake_at.map_or(std::time::Duration::from_millis(500), |w| {
-                (w - now)
-                    .to_std()
-                    .unwrap_or_default()
-                    .min(std::time::Duration::from_millis(500))
-            });
-            let mut changed =
-                match inbox.recv_timeout(wait.max(std::time::Duration::from_millis(1))) {
-                    Ok(msg) => {
-                        self.apply(msg);
-                        true
-                    }
-                    Err(RecvTimeoutError::Timeout) => false,
-                    Err(RecvTimeoutError::Disconnected) => return,
-                };
+            let wait = self
+                .wake_at
+                .map_or(std::time::Duration::from_millis(500), |w| {
+                    (w - now)
+                        .to_std()
+                        .unwrap_or_default()
+                        .min(std::time::Duration::from_millis(500))
+                });
+            match inbox.recv_timeout(wait.max(std::time::Duration::from_millis(1))) {
+                Ok(msg) => self.take(msg),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
             for msg in inbox.try_iter() {
-                self.apply(msg);
-                changed = true;
+                self.take(msg);
             }
             // While readings stream in, gather them for a moment: a batch costs
             // one pass over the pending clusters, not one per reading.
-            if changed {
-                if let Some(rest) = EVAL_BATCH.checked_sub(last_evaluation.elapsed()) {
+            if self.unevaluated {
+                if let Some(rest) = EVAL_BATCH.checked_sub(self.last_evaluation.elapsed()) {
                     let until = std::time::Instant::now() + rest;
                     while let Ok(msg) = inbox.recv_deadline(until) {
-                        self.apply(msg);
+                        self.take(msg);
                     }
                 }
             }
@@ -334,19 +403,30 @@ impl Runner {
                         waiting.len()
                     );
                     self.awaiting = None;
-                    changed = true;
+                    self.unevaluated = true;
                 } else {
                     continue;
                 }
             }
-            if !changed && wake_at.is_none_or(|w| now < w) {
+            if !self.unevaluated && self.wake_at.is_none_or(|w| now < w) {
                 continue;
             }
-            wake_at = self.evaluate(now);
-            last_evaluation = std::time::Instant::now();
+            self.evaluate_now();
         }
-        // A stop: the open intervals held until now.
+        // A stop: what was taken in is evaluated and its confirmed state
+        // persisted (a first sighting's roles are what the next start restores).
+        if self.awaiting.is_none() && self.unevaluated {
+            self.evaluate_now();
+        }
+        // The open intervals held until now.
         self.touch_history(clock.now(), true);
+    }
+
+    /// Evaluates what was taken in, now.
+    fn evaluate_now(&mut self) {
+        let now = self.handles.clock.now();
+        self.wake_at = self.evaluate(now);
+        self.last_evaluation = std::time::Instant::now();
     }
 
     /// Every [`history::TOUCH_SECS`]: the open intervals are known to hold until now.
@@ -438,6 +518,8 @@ impl Runner {
     }
 
     fn evaluate(&mut self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.batch.clear();
+        self.unevaluated = false;
         self.update_grouping();
         let touched = std::mem::take(&mut self.touched);
         let outcome = if std::mem::take(&mut self.evaluate_all) {
