@@ -10,6 +10,13 @@
 //! while no host changes. A failing case is shrunk by proptest to a minimal
 //! sequence of steps, printed as `ops = [...]`.
 //!
+//! Readings that arrive together are evaluated together, as the thread batches
+//! them (`Op::Burst`), under the thread's own rule ([`ReadingBatch`]): a second
+//! reading of a host is never merged with its first. A second property runs
+//! cases inside a new cluster's first master-down interval (issue 37): first
+//! readings, then changes, bursts and restarts a few milliseconds to a second
+//! apart, as the real clock times them.
+//!
 //! `PROPTEST_CASES` sets the number of cases (10,000 by default).
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
@@ -21,6 +28,7 @@ use vrrp_monitor::activity::Event;
 use vrrp_monitor::clock::iso;
 use vrrp_monitor::clusters::confirm::{Confirmed, Evaluator};
 use vrrp_monitor::clusters::observe::{observe, IncidentHealth, Roles};
+use vrrp_monitor::clusters::thread::ReadingBatch;
 use vrrp_monitor::clusters::{group, patch_member, rejudge, Cluster, HostView};
 
 /// Every host carries VRID 51 with advert_int 1 s (a master-down interval of
@@ -80,6 +88,8 @@ enum Op {
     Advance(i64),
     /// The server restarts: the evaluator resumes from the persisted states.
     Restart,
+    /// Reports and readings that reach the evaluator together (one batch).
+    Burst(Vec<Op>),
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +102,9 @@ struct Host {
     extra_vip: bool,
     read_at: DateTime<Utc>,
     transition: DateTime<Utc>,
+    /// The state of its first report since the last evaluation: what the
+    /// evaluator must see of it, were this its first report into a cluster.
+    unseen: Option<State>,
 }
 
 /// What the test knows of one cluster since it was (last) first seen.
@@ -150,6 +163,8 @@ struct World {
     closed: BTreeSet<String>,
     clusters: BTreeMap<String, Incarnation>,
     evaluations: usize,
+    /// Every event made, in order.
+    made: Vec<Event>,
 }
 
 fn view_of(i: usize, h: &Host) -> HostView {
@@ -201,6 +216,7 @@ impl World {
             closed: BTreeSet::new(),
             clusters: BTreeMap::new(),
             evaluations: 0,
+            made: Vec::new(),
         }
     }
 
@@ -247,6 +263,42 @@ impl World {
     }
 
     fn apply(&mut self, op: &Op) -> Result<(), TestCaseError> {
+        match op {
+            Op::Advance(ms) => self.advance(*ms),
+            Op::Restart => self.restart(),
+            Op::Burst(ops) => self.burst(ops),
+            op => {
+                self.change(op);
+                self.evaluate()
+            }
+        }
+    }
+
+    /// Reports and readings taken in as the thread takes in one batch: a
+    /// reading of a host already in the batch is evaluated apart, after the rest.
+    fn burst(&mut self, ops: &[Op]) -> Result<(), TestCaseError> {
+        let mut batch = ReadingBatch::default();
+        for op in ops {
+            if let Op::Report(i, _) | Op::Reading(i) = *op {
+                if let Some(h) = self.hosts.get(&i) {
+                    if !batch.admits(&h.client_id) {
+                        self.evaluate()?;
+                        batch.clear();
+                    }
+                }
+            }
+            self.change(op);
+            if let Op::Report(i, _) | Op::Reading(i) = *op {
+                if let Some(h) = self.hosts.get(&i) {
+                    batch.note(&h.client_id);
+                }
+            }
+        }
+        self.evaluate()
+    }
+
+    /// What one step changes, before any evaluation.
+    fn change(&mut self, op: &Op) {
         let now = self.now;
         match *op {
             Op::Report(i, state) => {
@@ -255,6 +307,7 @@ impl World {
                         if h.state != state || !h.running {
                             h.transition = now;
                         }
+                        h.unseen.get_or_insert(state);
                         h.state = state;
                         h.running = true;
                         h.read_at = now;
@@ -270,6 +323,7 @@ impl World {
                         extra_vip: false,
                         read_at: now,
                         transition: now - Duration::seconds(30),
+                        unseen: Some(state),
                     };
                     self.hosts.insert(i, host);
                     self.grouped = None;
@@ -322,8 +376,7 @@ impl World {
                     }
                 }
             }
-            Op::Advance(ms) => return self.advance(ms),
-            Op::Restart => return self.restart(),
+            Op::Advance(_) | Op::Restart | Op::Burst(_) => {}
         }
         if let Op::Report(i, _)
         | Op::Reading(i)
@@ -334,7 +387,6 @@ impl World {
         {
             self.dirty.insert(i);
         }
-        self.evaluate()
     }
 
     /// Moves the clock on, evaluating at every wake-up asked for on the way.
@@ -394,6 +446,9 @@ impl World {
         let clusters = self.grouped.take().unwrap_or_default();
         let result = self.evaluate_with(&clusters);
         self.grouped = Some(clusters);
+        for h in self.hosts.values_mut() {
+            h.unseen = None;
+        }
         result
     }
 
@@ -426,6 +481,7 @@ impl World {
             None => self.evaluator.evaluate(clusters, self.now),
         };
         self.evaluations += 1;
+        self.made.extend(out.events.iter().cloned());
         for key in &out.changed {
             if let Some(c) = self.evaluator.confirmed(key) {
                 self.stored.insert(key.clone(), c.to_json());
@@ -580,10 +636,19 @@ impl World {
                 Roles::Several(ids) => ids.iter().cloned().collect(),
                 _ => BTreeSet::new(),
             };
+            // Each newcomer's first report, not a later reading of the same
+            // batch (issue 37: that one is a change to report).
+            let first_report = |m: &vrrp_monitor::clusters::Member| {
+                self.hosts
+                    .values()
+                    .find(|h| h.client_id == m.client_id)
+                    .and_then(|h| h.unseen)
+                    .map_or_else(|| m.state().to_owned(), |s| s.as_str().to_owned())
+            };
             masters.extend(
                 newcomers
                     .iter()
-                    .filter(|m| m.state() == "MASTER")
+                    .filter(|m| first_report(m) == "MASTER")
                     .map(|m| m.client_id.clone()),
             );
             let expected = match masters.len() {
@@ -594,7 +659,7 @@ impl World {
             prop_assert_eq!(
                 &after.roles,
                 &expected,
-                "silently taken roles are the newcomers' added to those confirmed"
+                "silently taken roles are the newcomers' first reports added to those confirmed"
             );
         } else {
             let e = role_events[0];
@@ -860,12 +925,53 @@ fn op(hosts: usize) -> impl Strategy<Value = Op> {
         1 => host.prop_map(Op::Leave),
         2 => Just(Op::Answer),
         1 => Just(Op::Restart),
+        1 => burst(hosts),
         6 => prop_oneof![
             Just(1i64), Just(250), Just(1000), Just(2500), Just(3999), Just(4000),
             Just(4250), Just(10_000), Just(61_000),
         ]
         .prop_map(Op::Advance),
     ]
+}
+
+/// Two to four reports or readings that reach the evaluator in one batch.
+fn burst(hosts: usize) -> impl Strategy<Value = Op> {
+    let report = prop_oneof![
+        3 => (0..hosts, state()).prop_map(|(h, s)| Op::Report(h, s)),
+        1 => (0..hosts).prop_map(Op::Reading),
+    ];
+    proptest::collection::vec(report, 2..5).prop_map(Op::Burst)
+}
+
+/// Inside a new cluster's first master-down interval: each host's first
+/// reading (one by one or together), then changes, bursts, connection changes
+/// and restarts between 1 ms and 1.5 s apart, as the real clock times them.
+fn first_interval_ops() -> impl Strategy<Value = Vec<Op>> {
+    (2usize..=4).prop_flat_map(|hosts| {
+        let first = move || (0..hosts, state()).prop_map(|(h, s)| Op::Report(h, s));
+        let firsts = prop_oneof![
+            proptest::collection::vec(first(), hosts..=hosts + 1),
+            proptest::collection::vec(first(), hosts..=hosts + 1).prop_map(|f| vec![Op::Burst(f)]),
+        ];
+        let host = 0..hosts;
+        let then = prop_oneof![
+            6 => (host.clone(), state()).prop_map(|(h, s)| Op::Report(h, s)),
+            2 => host.clone().prop_map(Op::Reading),
+            4 => burst(hosts),
+            1 => host.clone().prop_map(Op::Disconnect),
+            1 => host.clone().prop_map(Op::Connect),
+            1 => host.prop_map(Op::Stop),
+            2 => Just(Op::Answer),
+            2 => Just(Op::Restart),
+            6 => prop_oneof![
+                Just(1i64), Just(5), Just(20), Just(100), Just(250), Just(500),
+                Just(1000), Just(1500),
+            ]
+            .prop_map(Op::Advance),
+        ];
+        (firsts, proptest::collection::vec(then, 1..16))
+            .prop_map(|(firsts, then)| firsts.into_iter().chain(then).collect())
+    })
 }
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
@@ -910,6 +1016,11 @@ proptest! {
     fn the_evaluator_keeps_its_promises_too(ops in ops()) {
         run(&ops)?;
     }
+
+    #[test]
+    fn the_evaluator_keeps_its_promises_in_the_first_interval(ops in first_interval_ops()) {
+        run(&ops)?;
+    }
 }
 
 /// The property test's checks can fail: a cluster whose master fails over
@@ -931,4 +1042,87 @@ fn the_checks_see_a_failover() {
     assert_eq!(world.event_ids.len(), 1, "one master_changed");
     let inc = &world.clusters[&key_of(NETWORKS[0].0)];
     assert_eq!(inc.last_sole.as_ref().map(|(_, h)| h.as_str()), Some("b"));
+}
+
+/// Issue 37's scenarios: lb-a ("a") reports MASTER and lb-b ("b") BACKUP, each
+/// its first reading, and what follows comes in the same batch or a moment
+/// later. Runs the steps, lets everything settle, and hands back the events as
+/// (kind, master, previousMaster).
+fn scenario(steps: &[Op]) -> Vec<(String, Value, Value)> {
+    let mut world = World::new();
+    for op in steps {
+        world.apply(op).unwrap();
+    }
+    world.settle().unwrap();
+    world
+        .made
+        .iter()
+        .map(|e| {
+            (
+                e.kind.clone(),
+                e.data
+                    .get("cluster")
+                    .map_or(Value::Null, |c| c["master"].clone()),
+                e.data.get("previousMaster").cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect()
+}
+
+fn first_pair_then(then: &[Op]) -> Vec<Op> {
+    let mut burst = vec![Op::Report(0, State::Master), Op::Report(1, State::Backup)];
+    burst.extend(then.iter().cloned());
+    vec![Op::Burst(burst)]
+}
+
+#[test]
+fn a_failover_in_the_first_batch_is_reported() {
+    let events = scenario(&first_pair_then(&[
+        Op::Report(0, State::Backup),
+        Op::Report(1, State::Master),
+    ]));
+    assert_eq!(
+        events,
+        [("vrrp.master_changed".to_owned(), json!("b"), json!("a"))]
+    );
+}
+
+#[test]
+fn a_split_brain_in_the_first_batch_is_reported_and_healed() {
+    let mut steps = first_pair_then(&[Op::Report(1, State::Master)]);
+    steps.push(Op::Advance(10_000));
+    steps.push(Op::Answer);
+    steps.push(Op::Report(1, State::Backup));
+    let kinds: Vec<String> = scenario(&steps).into_iter().map(|(k, _, _)| k).collect();
+    assert_eq!(
+        kinds,
+        [
+            "vrrp.split_brain",
+            "vrrp.incident_opened",
+            "vrrp.master_changed",
+            "vrrp.incident_resolved"
+        ]
+    );
+}
+
+#[test]
+fn a_flap_in_the_first_batch_is_not_reported() {
+    let mut steps = first_pair_then(&[Op::Report(1, State::Master)]);
+    steps.push(Op::Advance(1000));
+    steps.push(Op::Report(1, State::Backup));
+    assert_eq!(scenario(&steps), []);
+}
+
+#[test]
+fn roles_taken_in_the_first_batch_survive_a_restart() {
+    let mut steps = first_pair_then(&[]);
+    steps.extend([
+        Op::Restart,
+        Op::Report(1, State::Master),
+        Op::Report(0, State::Backup),
+    ]);
+    assert_eq!(
+        scenario(&steps),
+        [("vrrp.master_changed".to_owned(), json!("b"), json!("a"))]
+    );
 }
