@@ -176,3 +176,354 @@ fn a_backup_reporting_before_its_master_is_still_no_failover() {
     assert_eq!(sorted_kinds(&events), ["vrrp.master_changed"]);
     assert_eq!(events[0]["data"]["previousMaster"], "lb-a");
 }
+
+// Issue 37: the same first window on the real clock, against the real binary,
+// with agents that behave as the real one does (they report a change at once and
+// answer REQUEST_STATE_UPDATE with their state of the moment). Advert interval
+// 1 s: the master-down interval is 4 s, so each scenario takes a few seconds.
+
+use std::sync::mpsc;
+
+/// How long a change may take on the real clock: the 4 s interval, the 250 ms
+/// follow-up, a reading round trip and a slow machine's margin.
+const CONFIRMATION: Duration = Duration::from_secs(15);
+
+/// One agent's socket run by a thread: it sends a reading when told the state
+/// changed and answers every REQUEST_STATE_UPDATE with the state it has now.
+struct LiveAgent {
+    tell: mpsc::Sender<String>,
+    sent: mpsc::Receiver<()>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveAgent {
+    /// Takes over a connected agent socket whose keepalived is in `state`.
+    fn run(mut ws: Ws, state: &str) -> LiveAgent {
+        let (tell, changes) = mpsc::channel::<String>();
+        let (done, sent) = mpsc::channel();
+        let mut state = state.to_owned();
+        let thread = std::thread::spawn(move || loop {
+            match changes.try_recv() {
+                Ok(next) => {
+                    state = next;
+                    ws.send("KEEPALIVED_UPDATE", reading(&[("VI_1", &state)]));
+                    let _ = done.send(());
+                }
+                Err(mpsc::TryRecvError::Empty) => {}
+                Err(mpsc::TryRecvError::Disconnected) => return,
+            }
+            match ws.next(Duration::from_millis(1)) {
+                Some(Ok(m)) if m["type"] == "REQUEST_STATE_UPDATE" => {
+                    ws.send("KEEPALIVED_UPDATE", reading(&[("VI_1", &state)]))
+                }
+                Some(Ok(_)) | None => {}
+                // The server went away: nothing more to answer.
+                Some(Err(_)) => return,
+            }
+        });
+        LiveAgent {
+            tell,
+            sent,
+            thread: Some(thread),
+        }
+    }
+
+    /// keepalived turns `state`: the agent reports it (returns once it is sent).
+    fn turns(&self, state: &str) {
+        self.tell.send(state.to_owned()).expect("agent thread runs");
+        self.sent
+            .recv_timeout(Duration::from_secs(5))
+            .expect("reading sent");
+    }
+}
+
+impl Drop for LiveAgent {
+    fn drop(&mut self) {
+        // Closing the channel ends the thread.
+        let (tell, _) = mpsc::channel();
+        drop(std::mem::replace(&mut self.tell, tell));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Polls the activity list until the cluster events' kinds are `kinds` (in any
+/// order), failing after `within`; then watches `settle` longer for any that
+/// should not come and hands back the events (newest first).
+fn await_kinds(
+    server: &Server,
+    admin: &str,
+    kinds: &[&str],
+    within: Duration,
+    settle: Duration,
+) -> Vec<Value> {
+    let mut want: Vec<String> = kinds.iter().map(|k| (*k).to_owned()).collect();
+    want.sort();
+    let deadline = Instant::now() + within;
+    loop {
+        let events = server.cluster_events(admin);
+        if sorted_kinds(&events) == want {
+            break;
+        }
+        assert!(
+            events.len() <= want.len() && Instant::now() < deadline,
+            "expected {want:?}, got {events:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(settle);
+    let events = server.cluster_events(admin);
+    assert_eq!(sorted_kinds(&events), want, "{events:#?}");
+    events
+}
+
+/// Waits until the cluster list shows one cluster with `hosts` as members.
+fn await_cluster_of(server: &Server, admin: &str, hosts: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list = server
+            .get("/api/v1/keepalived/clusters", Auth::Cookie(admin))
+            .body;
+        if list[0]["members"].as_array().map(Vec::len) == Some(hosts) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no cluster of {hosts}: {list}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The real binary on the real clock; lb-a reports MASTER, then lb-b BACKUP,
+/// each its first reading, and the cluster list shows both. Hands back the two
+/// agents, running: what they report next follows at once, well inside the
+/// first master-down interval (and, on a fast machine, inside the evaluator's
+/// 20 ms batch, where it once replaced the first reading it followed).
+fn first_pair(server: &Server, admin: &str) -> (Agent, LiveAgent, Agent, LiveAgent) {
+    let (a, wa, b, wb) = server.two_agents(admin);
+    let mut dash = server.dashboard(admin);
+    dash.expect("ACTIVITY_UPDATE");
+    let (la, lb) = (LiveAgent::run(wa, "INIT"), LiveAgent::run(wb, "INIT"));
+    // Each first reading told to the evaluator (its broadcast follows that)
+    // before the next is sent.
+    for (agent, live, state) in [(&a, &la, "MASTER"), (&b, &lb, "BACKUP")] {
+        live.turns(state);
+        while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != agent.id.as_str() {}
+    }
+    await_cluster_of(server, admin, 2);
+    (a, la, b, lb)
+}
+
+/// Scenario 1: lb-a BACKUP and lb-b MASTER within a second of the first
+/// sighting, both stay. Hands back the one event.
+fn failover_in_the_first_second(server: &Server, admin: &str) -> (Value, Agent) {
+    let (_a, la, b, lb) = first_pair(server, admin);
+    la.turns("BACKUP");
+    lb.turns("MASTER");
+    let events = await_kinds(
+        server,
+        admin,
+        &["vrrp.master_changed"],
+        CONFIRMATION,
+        Duration::from_secs(2),
+    );
+    (events[0].clone(), b)
+}
+
+#[test]
+fn real_clock_a_failover_in_the_first_second_is_reported() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let (e, b) = failover_in_the_first_second(&server, &admin);
+    assert_eq!(e["clientId"], b.id.as_str());
+    assert_eq!(e["data"]["cluster"]["master"], "lb-b");
+    assert_eq!(e["data"]["previousMaster"], "lb-a");
+    assert!(e["data"]["silenced"].is_null(), "{e}");
+}
+
+/// A silence changes how an event is delivered, never whether it is made.
+fn failover_under_a_silence(starts_in: chrono::Duration) -> Value {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let now = chrono::Utc::now();
+    let created = server.post(
+        "/api/v1/silences",
+        Auth::Cookie(&admin),
+        &serde_json::json!({
+            "matcher": { "clusterKey": "|51|192.0.2.0/24" },
+            "startsAt": vrrp_monitor::clock::iso(now + starts_in),
+            "endsAt": vrrp_monitor::clock::iso(now + starts_in + Span::hours(2)),
+            "comment": "maintenance",
+        })
+        .to_string(),
+    );
+    assert_eq!(created.status, 201, "{}", created.body);
+    let (e, b) = failover_in_the_first_second(&server, &admin);
+    assert_eq!(e["clientId"], b.id.as_str());
+    assert_eq!(e["data"]["previousMaster"], "lb-a");
+    e
+}
+
+#[test]
+fn real_clock_a_failover_in_the_first_second_is_reported_under_a_silence() {
+    let e = failover_under_a_silence(Span::zero());
+    assert_eq!(e["data"]["silenced"]["comment"], "maintenance", "{e}");
+}
+
+#[test]
+fn real_clock_a_failover_in_the_first_second_is_reported_before_a_silence() {
+    let e = failover_under_a_silence(Span::hours(1));
+    assert!(e["data"]["silenced"].is_null(), "{e}");
+}
+
+/// Scenario 2: lb-b MASTER within a second and stays, then heals.
+#[test]
+fn real_clock_a_split_brain_in_the_first_second_is_reported_and_healed() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let (a, _la, _b, lb) = first_pair(&server, &admin);
+    lb.turns("MASTER");
+    let events = await_kinds(
+        &server,
+        &admin,
+        &["vrrp.incident_opened", "vrrp.split_brain"],
+        CONFIRMATION,
+        Duration::from_secs(2),
+    );
+    let split = events
+        .iter()
+        .find(|e| e["kind"] == "vrrp.split_brain")
+        .unwrap();
+    assert_eq!(split["clientId"], a.id.as_str(), "the first master by host");
+    assert_eq!(split["data"]["previousMaster"], "lb-a");
+    let opened = events
+        .iter()
+        .find(|e| e["kind"] == "vrrp.incident_opened")
+        .unwrap();
+    assert_eq!(opened["data"]["incident"]["health"], "split-brain");
+    lb.turns("BACKUP");
+    let events = await_kinds(
+        &server,
+        &admin,
+        &[
+            "vrrp.incident_opened",
+            "vrrp.incident_resolved",
+            "vrrp.master_changed",
+            "vrrp.split_brain",
+        ],
+        CONFIRMATION,
+        Duration::from_secs(2),
+    );
+    let changed = events
+        .iter()
+        .find(|e| e["kind"] == "vrrp.master_changed")
+        .unwrap();
+    assert_eq!(changed["clientId"], a.id.as_str());
+    assert_eq!(changed["data"]["cluster"]["master"], "lb-a");
+    let resolved = events
+        .iter()
+        .find(|e| e["kind"] == "vrrp.incident_resolved")
+        .unwrap();
+    assert_eq!(resolved["correlationId"], opened["correlationId"]);
+}
+
+/// Scenario 3: lb-b MASTER within a second, BACKUP again a second later: a
+/// change that disappears before confirmation is dropped (rule 2).
+#[test]
+fn real_clock_a_flap_in_the_first_second_is_not_reported() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let (_a, _la, _b, lb) = first_pair(&server, &admin);
+    lb.turns("MASTER");
+    std::thread::sleep(Duration::from_secs(1));
+    lb.turns("BACKUP");
+    // Nothing may come: wait out what a change seen now would take to be
+    // confirmed (the interval, the follow-up, the answers), with margin.
+    std::thread::sleep(Duration::from_secs(7));
+    let events = server.cluster_events(&admin);
+    assert!(events.is_empty(), "{events:#?}");
+}
+
+/// Scenario 4: the server stops gracefully right after the first sighting;
+/// lb-b reconnects first, reporting MASTER (it took over meanwhile), then lb-a
+/// reporting BACKUP. The roles taken at the first sighting were persisted: the
+/// failover names lb-a as the previous master.
+#[test]
+fn real_clock_roles_taken_at_the_first_sighting_survive_a_restart() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let (a, la, b, lb) = first_pair(&server, &admin);
+    let (status, launch) = server.stop();
+    assert!(status.success(), "{status}");
+    drop((la, lb));
+    let server = launch.start();
+    let admin = server.admin();
+    let mut wb = server.connect_agent(&b);
+    wb.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")]));
+    let _lb = LiveAgent::run(wb, "MASTER");
+    let mut wa = server.connect_agent(&a);
+    wa.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+    let _la = LiveAgent::run(wa, "BACKUP");
+    let events = await_kinds(
+        &server,
+        &admin,
+        &["vrrp.master_changed"],
+        CONFIRMATION,
+        Duration::from_secs(2),
+    );
+    let e = &events[0];
+    assert_eq!(e["clientId"], b.id.as_str());
+    assert_eq!(e["data"]["cluster"]["master"], "lb-b");
+    assert_eq!(e["data"]["previousMaster"], "lb-a");
+}
+
+/// lb-a reports MASTER (its first reading, told to the evaluator), then lb-b
+/// sends its first reading, BACKUP, and `b_next` right behind it: two readings
+/// of one host inside the evaluator's 20 ms batch, which once merged them so
+/// that `b_next` was taken as lb-b's first report.
+fn first_reading_then_at_once(
+    server: &Server,
+    admin: &str,
+    b_next: &str,
+) -> (Agent, LiveAgent, Agent, LiveAgent) {
+    let (a, wa, b, wb) = server.two_agents(admin);
+    let mut dash = server.dashboard(admin);
+    dash.expect("ACTIVITY_UPDATE");
+    let (la, lb) = (LiveAgent::run(wa, "INIT"), LiveAgent::run(wb, "INIT"));
+    la.turns("MASTER");
+    while dash.expect("KEEPALIVED_STATE_UPDATE")["clientId"] != a.id.as_str() {}
+    lb.turns("BACKUP");
+    lb.turns(b_next);
+    (a, la, b, lb)
+}
+
+#[test]
+fn real_clock_a_split_brain_right_behind_the_first_reading_is_reported() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let (a, _la, _b, _lb) = first_reading_then_at_once(&server, &admin, "MASTER");
+    let events = await_kinds(
+        &server,
+        &admin,
+        &["vrrp.incident_opened", "vrrp.split_brain"],
+        CONFIRMATION,
+        Duration::from_secs(2),
+    );
+    let split = events
+        .iter()
+        .find(|e| e["kind"] == "vrrp.split_brain")
+        .unwrap();
+    assert_eq!(split["clientId"], a.id.as_str());
+    assert_eq!(split["data"]["previousMaster"], "lb-a");
+}
+
+#[test]
+fn real_clock_a_flap_right_behind_the_first_reading_is_not_reported() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let (_a, _la, _b, lb) = first_reading_then_at_once(&server, &admin, "MASTER");
+    std::thread::sleep(Duration::from_secs(1));
+    lb.turns("BACKUP");
+    std::thread::sleep(Duration::from_secs(7));
+    let events = server.cluster_events(&admin);
+    assert!(events.is_empty(), "{events:#?}");
+}
