@@ -11,8 +11,9 @@
 //! sequence of steps, printed as `ops = [...]`.
 //!
 //! Readings that arrive together are evaluated together, as the thread batches
-//! them (`Op::Burst`), under the thread's own rule ([`ReadingBatch`]): a second
-//! reading of a host is never merged with its first. A second property runs
+//! them (`Op::Burst`), under the thread's own rule ([`ReadingBatch`]): a host's
+//! second reading is never merged with its first while that may be a first
+//! report. A second property runs
 //! cases inside a new cluster's first master-down interval (issue 37): first
 //! readings, then changes, bursts and restarts a few milliseconds to a second
 //! apart, as the real clock times them.
@@ -281,7 +282,11 @@ impl World {
         for op in ops {
             if let Op::Report(i, _) | Op::Reading(i) = *op {
                 if let Some(h) = self.hosts.get(&i) {
-                    if !batch.admits(&h.client_id) {
+                    // The thread's rule, with what it knows: whether the grouping
+                    // is to be built anew, and whether a cluster is settling.
+                    let regrouping = self.grouped.is_none();
+                    let first_window = self.evaluator.in_first_window(self.now);
+                    if batch.evaluate_before(&h.client_id, regrouping, first_window) {
                         self.evaluate()?;
                         batch.clear();
                     }

@@ -3,8 +3,8 @@
 //! events, asks agents for readings, and persists what it confirmed.
 //!
 //! Messages are drained in batches: many readings arriving together cost one
-//! evaluation, but two readings of one host never share one (see
-//! [`ReadingBatch`]), and the cluster list is answered only after what it shows
+//! evaluation, but two readings of one host never share one while the first
+//! may be a first report (see [`ReadingBatch`]), and the cluster list is answered only after what it shows
 //! was evaluated and persisted. The grouping is kept between evaluations: a reading that does not
 //! change what grouping depends on (site, VRIDs, networks, instance names) only
 //! updates its host's members, and only the clusters it touches are evaluated. Nothing here answers to the reading or connection that triggered
@@ -47,22 +47,25 @@ const MAX_UNRECORDED: usize = 10_000;
 /// The hosts whose readings the thread took in since its last evaluation.
 ///
 /// Readings of different hosts wait for one evaluation together (that is what
-/// makes 5,000 readings a second affordable), but a host's reading never
-/// replaces one of its own that no evaluation has seen yet: in a new cluster's
-/// first master-down interval that earlier reading may be the host's first
-/// report, which rule 4 takes silently as the confirmed state, and the later one
-/// a change to be confirmed and reported. Merged, the later one was taken as the
-/// first report and the change was lost (or, undone later, invented) (issue 37).
+/// makes 5,000 readings a second affordable), and a host's later reading simply
+/// replaces its earlier one, except where the earlier one may be a first report:
+/// in a new cluster's first master-down interval rule 4 takes a member's first
+/// report silently as the confirmed state, and what follows it is a change to be
+/// confirmed and reported. Merged, the later reading was taken for the first
+/// report and the change was lost (or, undone later, invented) (issue 37).
 #[derive(Debug, Default)]
 pub struct ReadingBatch {
     hosts: HashSet<String>,
 }
 
 impl ReadingBatch {
-    /// Whether a reading of `host` can join the batch: none of its readings is
-    /// in it yet. When not, the batch is evaluated first.
-    pub fn admits(&self, host: &str) -> bool {
-        !self.hosts.contains(host)
+    /// Whether the batch must be evaluated before a reading of `host` joins it:
+    /// it holds one of its readings already, and that one may be a first report,
+    /// because a cluster may have formed since the last evaluation (`regrouping`:
+    /// a host's place in the grouping changed) or one is in its first interval
+    /// (`first_window`). Otherwise nothing is lost by keeping only the later one.
+    pub fn evaluate_before(&self, host: &str, regrouping: bool, first_window: bool) -> bool {
+        self.hosts.contains(host) && (regrouping || first_window)
     }
 
     /// Notes a reading of `host` taken in.
@@ -259,15 +262,19 @@ impl Runner {
     }
 
     /// Takes one message in. What was taken in before is evaluated first when
-    /// this message must not be merged with it: a second reading of a host (see
-    /// [`ReadingBatch`]), or the cluster list, which shows only what the
+    /// this message must not be merged with it: a host's reading that must not
+    /// replace its earlier one (see [`ReadingBatch`]), or the cluster list, which shows only what the
     /// evaluator has confirmed and persisted (a first sighting's roles above all:
     /// a server stopped right after the list showed a cluster restores them).
     /// Never while the start-up guard holds evaluation (rule 6).
     fn take(&mut self, msg: EvalMsg) {
         if self.awaiting.is_none() {
             let first = match &msg {
-                EvalMsg::Reading(id, _) => !self.batch.admits(id),
+                EvalMsg::Reading(id, _) => self.batch.evaluate_before(
+                    id,
+                    self.regroup,
+                    self.evaluator.in_first_window(self.handles.clock.now()),
+                ),
                 EvalMsg::List(_) => self.unevaluated,
                 _ => false,
             };

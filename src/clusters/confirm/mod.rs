@@ -268,6 +268,15 @@ impl Evaluator {
             .min()
     }
 
+    /// Whether some cluster is in its first master-down interval, where a
+    /// member's first report is taken silently (the thread then evaluates a
+    /// host's readings one by one, see `thread::ReadingBatch`).
+    pub fn in_first_window(&self, now: DateTime<Utc>) -> bool {
+        self.clusters
+            .values()
+            .any(|t| t.settling.as_ref().is_some_and(|s| now < s.until))
+    }
+
     /// Clusters with a change pending.
     pub fn pending_keys(&self) -> Vec<String> {
         self.clusters
