@@ -4,8 +4,9 @@
 //!
 //! Messages are drained in batches: many readings arriving together cost one
 //! evaluation, but two readings of one host never share one while the first
-//! may be a first report (see [`ReadingBatch`]), and the cluster list is answered only after what it shows
-//! was evaluated and persisted. The grouping is kept between evaluations: a reading that does not
+//! may be a first report (see [`ReadingBatch`]), and the cluster list is
+//! answered only after what it shows was evaluated and persisted. The grouping
+//! is kept between evaluations: a reading that does not
 //! change what grouping depends on (site, VRIDs, networks, instance names) only
 //! updates its host's members, and only the clusters it touches are evaluated. Nothing here answers to the reading or connection that triggered
 //! it: an error is logged and the next message is evaluated afresh.
@@ -263,8 +264,8 @@ impl Runner {
 
     /// Takes one message in. What was taken in before is evaluated first when
     /// this message must not be merged with it: a host's reading that must not
-    /// replace its earlier one (see [`ReadingBatch`]), or the cluster list, which shows only what the
-    /// evaluator has confirmed and persisted (a first sighting's roles above all:
+    /// replace its earlier one (see [`ReadingBatch`]), or the cluster list,
+    /// which shows only what the evaluator has confirmed and persisted (a first sighting's roles above all:
     /// a server stopped right after the list showed a cluster restores them).
     /// Never while the start-up guard holds evaluation (rule 6).
     fn take(&mut self, msg: EvalMsg) {
