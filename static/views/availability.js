@@ -6,7 +6,6 @@
 // the same window. Also the figures of every cluster for the clusters list's
 // "sort by availability".
 import { useEffect, useState } from 'preact/hooks';
-import { signal } from '@preact/signals';
 import { html } from '../ui.js';
 import { get, query } from '../api.js';
 import { MasterTimeline, fromClusterEvents } from '../timeline.js';
@@ -132,17 +131,20 @@ export function HistoryPanel({ clusterKey, hosts = [], events = null }) {
   </div>`;
 }
 
-// Every cluster's figures over the last 30 days, fetched once a minute at most,
-// for sorting the clusters list.
-export const availabilityByKey = signal(null);
+// Every cluster's figures over the last 30 days (S.availabilityByKey), fetched
+// once a minute at most, for sorting the clusters list. Figures cleared by
+// S.resetData (the session ended) are fetched again whatever the minute says.
 let fetchedAt = 0;
+let fetching = false;
 export function useAvailabilityList(wanted) {
   useEffect(() => {
-    if (!wanted || Date.now() - fetchedAt < 60_000) return;
+    if (!wanted || fetching || (S.availabilityByKey.value && Date.now() - fetchedAt < 60_000)) return;
     fetchedAt = Date.now();
+    fetching = true;
     get('/api/v1/keepalived/clusters/availability')
-      .then((a) => { availabilityByKey.value = new Map(a.clusters.map((c) => [c.key, c])); })
-      .catch(() => { fetchedAt = 0; });
+      .then((a) => { S.availabilityByKey.value = new Map(a.clusters.map((c) => [c.key, c])); })
+      .catch(() => { fetchedAt = 0; })
+      .finally(() => { fetching = false; });
   }, [wanted]);
-  return availabilityByKey.value;
+  return S.availabilityByKey.value;
 }

@@ -3,11 +3,9 @@
 // covers what is shown, and the Silences view (list, end early, create by kind).
 // Silenced events are still listed; they carry `data.silenced` and raise no toast.
 import { useEffect, useState } from 'preact/hooks';
-import { signal } from '@preact/signals';
 import { html, Time } from '../ui.js';
 import { get, post, del } from '../api.js';
-
-export const silences = signal(null);
+import { silences } from '../state.js';
 
 export function loadSilences() {
   return get('/api/v1/silences').then((list) => { silences.value = list; }).catch(() => {});
