@@ -124,6 +124,7 @@ export function resetData() {
     incidents.value = new Map();
     unseenAlerts.value = 0;
     toasts.value = [];
+    schedulers.value = {};
     silences.value = null;
     availabilityByKey.value = null;
   });
