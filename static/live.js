@@ -9,7 +9,7 @@ import { get, unauthorized } from './api.js';
 
 const BACKOFF = [1000, 2000, 5000, 10000];
 // Only the newest records come with the connect snapshot; the activity view
-// pages older ones over REST (see ARCHITECTURE.md).
+// pages older ones over REST (doc/decisions.md, "Dashboard snapshot size").
 const SNAPSHOT = S.RECENT_MAX;
 
 // Counters a benchmark may read (window.vrrpLive): messages applied, frames used.
