@@ -1,5 +1,9 @@
 //! Password hashing (Argon2id, PHC strings).
 //!
+//! Hashes imported from keepalived-status-monitor are bcrypt (`$2a$`, `$2b$`,
+//! `$2y$`): they are only verified, never made, and `needs_rehash` tells the
+//! login to replace one with an Argon2id hash once the password was right.
+//!
 //! A login for an unknown user, or for an account without a local password, still
 //! verifies against a dummy hash, so the answer takes as long as a wrong password
 //! and timing does not tell which usernames exist.
@@ -39,7 +43,28 @@ pub fn verify(password: &str, stored: Option<&str>) -> bool {
     }
 }
 
+/// True for a stored hash that is not ours (bcrypt from an import): the login
+/// that just verified it replaces it with an Argon2id hash.
+pub fn needs_rehash(stored: &str) -> bool {
+    !stored.starts_with("$argon2")
+}
+
+fn is_bcrypt(stored: &str) -> bool {
+    ["$2a$", "$2b$", "$2y$"]
+        .iter()
+        .any(|p| stored.starts_with(p))
+}
+
 fn check(password: &str, phc: &str) -> bool {
+    if is_bcrypt(phc) {
+        return match bcrypt::verify(password, phc) {
+            Ok(ok) => ok,
+            Err(e) => {
+                log::error!("A stored bcrypt hash does not parse: {e}");
+                false
+            }
+        };
+    }
     match PasswordHash::new(phc) {
         Ok(parsed) => Argon2::default()
             .verify_password(password.as_bytes(), &parsed)
@@ -75,5 +100,17 @@ mod tests {
         assert!(!verify("wrong horse", Some(&h)));
         assert!(!verify("correct horse", None));
         assert!(!verify("x", Some("not a hash")));
+        assert!(!needs_rehash(&h));
+    }
+
+    #[test]
+    fn bcrypt_hashes_verify_and_ask_for_a_rehash() {
+        // crypt_blowfish's test vector, as $2a$ and $2b$.
+        let a = "$2a$05$CCCCCCCCCCCCCCCCCCCCC.E5YPO9kmyuRGyh0XouQYb4YMJKvyOeW";
+        assert!(verify("U*U", Some(a)));
+        assert!(verify("U*U", Some(&a.replace("$2a$", "$2b$"))));
+        assert!(!verify("U*V", Some(a)));
+        assert!(needs_rehash(a));
+        assert!(!verify("U*U", Some("$2b$05$broken")));
     }
 }

@@ -269,6 +269,21 @@ pub enum Bootstrap {
     CreatedWithGenerated { username: String, password: String },
 }
 
+/// Replaces an imported (bcrypt) hash with the Argon2id hash of the password
+/// that just verified against it. Only while the stored hash is still `old`, so
+/// a password changed meanwhile is not overwritten; sessions stay valid (the
+/// password is the same), so `token_version` is left alone.
+pub fn upgrade_hash(db: &Db, id: i64, old: String, new: String) -> Result<bool, DbError> {
+    db.write(move |c| {
+        Ok::<_, DbError>(
+            c.execute(
+                "UPDATE users SET password_hash = ?3 WHERE id = ?1 AND password_hash = ?2",
+                params![id, old, new],
+            )? == 1,
+        )
+    })
+}
+
 /// Creates the administrator when no user exists.
 pub fn bootstrap_admin(
     db: &Db,

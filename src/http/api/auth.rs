@@ -45,6 +45,7 @@ fn login_checked(app: &App, req: &Req, limit: &Decision) -> ApiResult {
     let Some(user) = user else {
         return Err(ApiError::new(401, INVALID_CREDENTIALS));
     };
+    upgrade_imported_hash(app, &user, &password);
     log::info!(
         "User \"{}\" logged in from {}",
         user.username,
@@ -58,6 +59,35 @@ fn login_checked(app: &App, req: &Req, limit: &Decision) -> ApiResult {
         &user.username,
         user.token_version,
     ))
+}
+
+/// A hash imported from keepalived-status-monitor (bcrypt) is replaced by an
+/// Argon2id one at its first successful login. A failure here is logged and the
+/// login goes on: the old hash still verifies next time.
+fn upgrade_imported_hash(app: &App, user: &users::UserRecord, password: &str) {
+    let Some(old) = user
+        .password_hash
+        .as_deref()
+        .filter(|h| password::needs_rehash(h))
+    else {
+        return;
+    };
+    let result = password::hash(password)
+        .map_err(|e| e.to_string())
+        .and_then(|new| {
+            users::upgrade_hash(&app.db, user.id, old.to_owned(), new).map_err(|e| e.to_string())
+        });
+    match result {
+        Ok(true) => log::info!(
+            "The imported password hash of \"{}\" was replaced by an Argon2id hash",
+            user.username
+        ),
+        Ok(false) => {}
+        Err(e) => log::warn!(
+            "The imported password hash of \"{}\" could not be replaced: {e}",
+            user.username
+        ),
+    }
 }
 
 fn with_rate_headers(limit: &Decision, result: ApiResult) -> ApiResult {
