@@ -48,7 +48,7 @@ impl std::fmt::Display for FatalError {
 }
 
 /// The database file in the data directory.
-pub const DB_FILE: &str = "vrrp-monitor.db";
+pub const DB_FILE: &str = crate::db::FILE;
 
 /// The binary's entry point; returns the exit code.
 pub fn main() -> i32 {

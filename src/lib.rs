@@ -15,6 +15,7 @@ pub mod clusters;
 pub mod config;
 pub mod db;
 pub mod http;
+pub mod import;
 pub mod lifecycle;
 pub mod live;
 pub mod logging;

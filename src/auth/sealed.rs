@@ -32,6 +32,13 @@ impl SealKey {
         SealKey(h.finalize().into())
     }
 
+    /// A key derived elsewhere: the importer opens the original project's sealed
+    /// tokens, which use the same `iv:tag:ciphertext` form under its own
+    /// derivation (`import::kasm_key`).
+    pub fn from_bytes(key: [u8; 32]) -> SealKey {
+        SealKey(key)
+    }
+
     fn cipher(&self) -> Aes256Gcm {
         // A 32-byte key is always the right length for AES-256.
         Aes256Gcm::new_from_slice(&self.0).expect("a 32-byte key")

@@ -11,6 +11,9 @@ pub mod migrations;
 
 pub use backup::backup;
 
+/// The database file in the data directory (the server, `backup`, `import-kasm`).
+pub const FILE: &str = "vrrp-monitor.db";
+
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};
