@@ -1,5 +1,5 @@
 //! The command line of `vrrp-monitor`: no arguments runs the server; `--help`,
-//! `--version` and `backup <file>` are the other things it does. Configuration
+//! `--version`, `backup <file>` and `import-kasm` are the other things it does. Configuration
 //! stays in the environment and `config.yaml` (see `--help`); `parse` is pure.
 
 use std::path::PathBuf;
@@ -18,6 +18,32 @@ pub enum Command {
     Version,
     /// A consistent copy of the database to this file (see `db::backup`).
     Backup(PathBuf),
+    /// Take over a keepalived-status-monitor database (see `import`).
+    ImportKasm {
+        db: PathBuf,
+        config: Option<PathBuf>,
+    },
+}
+
+const IMPORT_USAGE: &str =
+    "import-kasm: needs the original's database (vrrp-monitor import-kasm --db PATH [--config PATH])";
+
+fn import_kasm(rest: &[String]) -> Result<Command, String> {
+    let (mut db, mut config) = (None, None);
+    let mut it = rest.iter();
+    while let Some(flag) = it.next() {
+        let slot = match flag.as_str() {
+            "--db" => &mut db,
+            "--config" => &mut config,
+            other => return Err(format!("import-kasm: unknown argument \"{other}\"")),
+        };
+        match it.next() {
+            Some(v) if !v.starts_with('-') && slot.is_none() => *slot = Some(PathBuf::from(v)),
+            _ => return Err(IMPORT_USAGE.into()),
+        }
+    }
+    let db = db.ok_or_else(|| IMPORT_USAGE.to_owned())?;
+    Ok(Command::ImportKasm { db, config })
 }
 
 /// The arguments after the program name.
@@ -32,6 +58,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         [b, file] if b == "backup" && !file.starts_with('-') => {
             Ok(Command::Backup(PathBuf::from(file)))
         }
+        [i, rest @ ..] if i == "import-kasm" => import_kasm(rest),
         [first, ..] => Err(format!("unknown argument \"{first}\"")),
     }
 }
@@ -44,6 +71,9 @@ Usage:
   vrrp-monitor                 run the server
   vrrp-monitor backup <file>   copy the running server's database to <file>
                                (SQLite online backup; the server keeps running)
+  vrrp-monitor import-kasm --db PATH [--config PATH]
+                               take over a keepalived-status-monitor 1.0
+                               installation (server stopped; see doc/upgrade.md)
   vrrp-monitor --version       print the version
   vrrp-monitor --help          print this
 
@@ -85,5 +115,37 @@ mod tests {
             .contains("--verbose"));
         assert!(parse(&args(&["--version", "x"])).is_err());
         assert!(help().contains("SVC_SERVER_DATA_DIR"));
+        assert_eq!(
+            parse(&args(&[
+                "import-kasm",
+                "--db",
+                "/o/server.db",
+                "--config",
+                "/o/config.yaml"
+            ])),
+            Ok(Command::ImportKasm {
+                db: "/o/server.db".into(),
+                config: Some("/o/config.yaml".into())
+            })
+        );
+        assert_eq!(
+            parse(&args(&["import-kasm", "--db", "x.db"])),
+            Ok(Command::ImportKasm {
+                db: "x.db".into(),
+                config: None
+            })
+        );
+        for bad in [
+            &["import-kasm"][..],
+            &["import-kasm", "--config", "c"],
+            &["import-kasm", "--db"],
+            &["import-kasm", "--db", "a", "--db", "b"],
+            &["import-kasm", "--db", "a", "--force"],
+        ] {
+            assert!(
+                parse(&args(bad)).unwrap_err().starts_with("import-kasm:"),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
 //! The `vrrp-monitor` binary: the command line (`cli`), then the library
-//! (`app::main` runs the server, `app::backup` copies its database).
+//! (`app::main` runs the server, `app::backup` copies its database,
+//! `import::main` takes over the original project's).
 
 use vrrp_monitor::cli::{self, Command};
 
@@ -40,6 +41,9 @@ fn main() {
             0
         }
         Ok(Command::Backup(file)) => vrrp_monitor::app::backup(&file),
+        Ok(Command::ImportKasm { db, config }) => {
+            vrrp_monitor::import::main(&db, config.as_deref())
+        }
         Err(e) => {
             eprintln!("vrrp-monitor: {e}\nTry: vrrp-monitor --help");
             2
