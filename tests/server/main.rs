@@ -13,6 +13,7 @@ mod full_disk;
 mod history;
 mod hostile;
 mod http;
+mod import;
 mod kill9;
 mod metrics;
 mod oidc;
