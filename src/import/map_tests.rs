@@ -116,7 +116,7 @@ fn users_tokens_readings_events() {
         &HASH[..8]
     );
 
-    let r = reading(("c1".into(), r#"{"running":true,"instances":[{"name":"VI_1","state":"master","vrid":1,"vips":[]}],"x":1}"#.into(), "t".into(), None)).unwrap();
+    let r = reading(("c1".into(), r#"{"collectedAt":"2026-11-20T10:00:00.000Z","running":true,"instances":[{"name":"VI_1","state":"master","vrid":1,"vips":[]}],"x":1}"#.into(), "t".into(), None)).unwrap();
     let payload: Value = serde_json::from_str(&r.payload).unwrap();
     assert_eq!(
         (
