@@ -159,7 +159,13 @@ fn master_fixture_in_detail() {
                 "packet_errors_invalid_type": 0, "packet_errors_length": 0,
                 "packet_errors_ttl": 0, "priority_zero_received": 0, "priority_zero_sent": 0,
                 "released_master": 0
-            }
+            },
+            "tracked": [
+                {"kind": "interface", "name": "trk0", "status": "UP", "value": null, "weight": 0, "ok": true},
+                {"kind": "script", "name": "chk_lab", "status": "GOOD", "value": null, "weight": 0, "ok": true},
+                {"kind": "interface", "name": "eth0", "status": "UP", "value": null, "weight": 0, "ok": true}
+            ],
+            "trackerFaults": 0
         })
     );
 }
@@ -278,7 +284,15 @@ fn parent_global_dump_has_no_instances() {
 #[test]
 fn truncated_and_garbled_dumps_never_panic() {
     let mut files = Vec::new();
-    for dir in ["2.2.7", "other-versions"] {
+    for dir in [
+        "2.2.7",
+        "other-versions",
+        "2.3.4/syncgroup",
+        "2.3.4/unicast",
+        "2.4.3/syncgroup",
+        "2.4.3/unicast",
+        "2.4.3/auth-hmac",
+    ] {
         for e in fs::read_dir(fixtures().join(dir)).unwrap() {
             let p = e.unwrap().path();
             let n = p.file_name().unwrap().to_string_lossy().into_owned();
@@ -289,7 +303,7 @@ fn truncated_and_garbled_dumps_never_panic() {
             }
         }
     }
-    assert!(files.len() >= 50, "found {} dump fixtures", files.len());
+    assert!(files.len() >= 90, "found {} dump fixtures", files.len());
     let mut rng = rand::rngs::StdRng::seed_from_u64(0x5eed);
     let all = |b: &[u8]| {
         let t = String::from_utf8_lossy(b);

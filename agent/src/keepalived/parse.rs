@@ -12,7 +12,7 @@ use std::fmt;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::Value;
-use vrrp_protocol::{SyncGroup, VrrpInstance, VrrpState};
+use vrrp_protocol::{SyncGroup, TrackedItem, TrackedKind, VrrpInstance, VrrpState};
 
 /// Why a dump could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,30 +89,125 @@ enum ListKind {
     Vips,
     ExcludedVips,
     Members,
+    /// An instance's `Tracked scripts :` (interfaces, files, processes) list.
+    Tracked(TrackedKind),
+    UnicastPeers,
+    /// An interface's `Tracking VRRP instances :` list (Interfaces section).
+    TrackingInstances,
     Ignored,
 }
 
+/// The block a line belongs to. Instances and groups are built as they are read; the
+/// tracker blocks only record their state, joined to the instances by name at the end.
 #[derive(PartialEq)]
 enum Block {
     None,
     Instance,
     Group,
+    Script(String),
+    TrackFile(String),
+    TrackProcess(String),
+    Interface(String),
 }
 
-/// Parses the text state dump (`keepalived.data`), any version from 1.3 to 2.2.
+/// The `------< NAME >------` section a line is in. `VRRP Script = ` means a script
+/// block of its own in the `VRRP Scripts` section, but a script printed inside the
+/// instance in the topology section (keepalived 1.3); `State = ` means other things
+/// in other sections.
+#[derive(Clone, Copy, PartialEq)]
+enum Section {
+    Other,
+    Topology,
+    Scripts,
+    Interfaces,
+}
+
+fn section_of(header: &str) -> Section {
+    if header.contains("VRRP Topology") {
+        Section::Topology
+    } else if header.contains("VRRP Scripts") {
+        Section::Scripts
+    } else if header.contains("< Interfaces >") {
+        Section::Interfaces
+    } else {
+        Section::Other
+    }
+}
+
+/// What the tracker sections say, by name, to be joined with the instances' lists.
+#[derive(Default)]
+struct TrackerStates {
+    /// Script name → `Status` word (`GOOD`, `BAD`, `INIT`, `INIT/FAILED`).
+    scripts: BTreeMap<String, String>,
+    /// Track file name → its `Status` (the file's current value).
+    files: BTreeMap<String, Option<i64>>,
+    /// Track process name → (`Current processes`, `Have quorum`).
+    processes: BTreeMap<String, (Option<i64>, Option<bool>)>,
+    /// Interface name → up (keepalived's `UP` and `RUNNING` flags both set).
+    interfaces: BTreeMap<String, bool>,
+    /// (interface, instance, weight) from each interface's `Tracking VRRP instances`.
+    interface_tracking: Vec<(String, String, Option<i64>)>,
+}
+
+/// `trk0 weight -30`, `trk_val, weight 0`, `VI_1, weight 5` → (name, weight).
+fn name_and_weight(entry: &str) -> Option<(String, Option<i64>)> {
+    let mut words = entry.split_whitespace();
+    let name = words.next()?.trim_end_matches(',');
+    if name.is_empty() {
+        return None;
+    }
+    let weight = words
+        .skip_while(|w| *w != "weight")
+        .nth(1)
+        .and_then(|w| w.trim_end_matches(',').parse().ok());
+    Some((name.to_string(), weight))
+}
+
+/// Which tracked list a line of an instance opens: `Tracked scripts :` (2.1 and
+/// later) or `Tracked scripts = 1` (2.0 and older).
+fn tracked_list(line: &str) -> Option<TrackedKind> {
+    let rest = line.strip_prefix("Tracked ")?;
+    let word = rest.split([' ', ':', '=']).next()?;
+    match word {
+        "interfaces" | "interface" => Some(TrackedKind::Interface),
+        "scripts" | "script" => Some(TrackedKind::Script),
+        "files" | "file" => Some(TrackedKind::File),
+        "processes" | "process" => Some(TrackedKind::Process),
+        _ => None,
+    }
+}
+
+/// An address, and only an address: the first word of a `Unicast Peer` entry or of
+/// `Master router`.
+fn address_of(v: &str) -> Option<String> {
+    let first = v.split_whitespace().next()?.trim_end_matches(',');
+    first
+        .parse::<std::net::IpAddr>()
+        .ok()
+        .map(|_| first.to_string())
+}
+
+/// Parses the text state dump (`keepalived.data`), any version from 1.3 to 2.4.
 ///
 /// Blocks start at `VRRP Instance = NAME` and `VRRP Sync Group = NAME, STATE` and end at
 /// the next block or section header. Within an instance the first occurrence of a key
 /// wins: keepalived 1.3 prints a tracked script's own block (with its own `State`-like
-/// keys) in the middle of the instance.
+/// keys) in the middle of the instance. An instance's tracked items are named in its
+/// own lists (`Tracked scripts :` ...) with the instance's weight; their state is in
+/// the `VRRP Scripts`, `VRRP Track files`, `VRRP Track processes` and `Interfaces`
+/// sections, joined by name once the whole dump is read ([`join_trackers`]).
 pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
     let mut out = ParsedDump::default();
     let mut saw_topology = false;
+    let mut section = Section::Other;
     let mut block = Block::None;
     let mut inst = VrrpInstance::default();
     let mut seen_keys: Vec<&str> = Vec::new();
     let mut group = SyncGroup::default();
     let mut list: Option<(usize, ListKind)> = None;
+    let mut states = TrackerStates::default();
+    // keepalived 1.3's script block inside the instance: index into `inst.tracked`.
+    let mut inline_script: Option<usize> = None;
 
     fn finish(
         block: &mut Block,
@@ -123,7 +218,7 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
         match block {
             Block::Instance => out.instances.push(std::mem::take(inst)),
             Block::Group => out.sync_groups.push(std::mem::take(group)),
-            Block::None => {}
+            _ => {}
         }
         *block = Block::None;
     }
@@ -137,7 +232,8 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
         if trimmed.starts_with("------<") {
             finish(&mut block, &mut inst, &mut group, &mut out);
             list = None;
-            if trimmed.contains("VRRP Topology") {
+            section = section_of(trimmed);
+            if section == Section::Topology {
                 saw_topology = true;
             }
             continue;
@@ -147,6 +243,7 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
             list = None;
             block = Block::Instance;
             seen_keys.clear();
+            inline_script = None;
             inst.name = name.trim().to_string();
             continue;
         }
@@ -160,6 +257,27 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                 .next()
                 .map_or(VrrpState::Unknown, VrrpState::from_word);
             continue;
+        }
+        if section != Section::Topology {
+            let opened = if let Some(n) = trimmed.strip_prefix("VRRP Script = ") {
+                Some(Block::Script(n.trim().to_string()))
+            } else if let Some(n) = trimmed.strip_prefix("Track file = ") {
+                Some(Block::TrackFile(n.trim().to_string()))
+            } else if let Some(n) = trimmed.strip_prefix("VRRP Track process = ") {
+                Some(Block::TrackProcess(n.trim().to_string()))
+            } else if section == Section::Interfaces {
+                trimmed
+                    .strip_prefix("Name = ")
+                    .map(|n| Block::Interface(n.trim().to_string()))
+            } else {
+                None
+            };
+            if let Some(opened) = opened {
+                finish(&mut block, &mut inst, &mut group, &mut out);
+                list = None;
+                block = opened;
+                continue;
+            }
         }
         if let Some((list_indent, kind)) = list {
             if indent > list_indent {
@@ -180,13 +298,44 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                     {
                         group.instances.push(item.to_string())
                     }
+                    (ListKind::Tracked(kind), Block::Instance) => {
+                        if let Some((name, weight)) = name_and_weight(trimmed) {
+                            if !inst
+                                .tracked
+                                .iter()
+                                .any(|t| t.kind == kind && t.name == name)
+                            {
+                                inst.tracked.push(TrackedItem {
+                                    kind,
+                                    name,
+                                    weight,
+                                    ok: true,
+                                    ..TrackedItem::default()
+                                });
+                            }
+                        }
+                    }
+                    (ListKind::UnicastPeers, Block::Instance) => {
+                        if let Some(peer) = address_of(trimmed) {
+                            if !inst.unicast_peers.contains(&peer) {
+                                inst.unicast_peers.push(peer);
+                            }
+                        }
+                    }
+                    (ListKind::TrackingInstances, Block::Interface(ifname)) => {
+                        if let Some((instance, weight)) = name_and_weight(trimmed) {
+                            states
+                                .interface_tracking
+                                .push((ifname.clone(), instance, weight));
+                        }
+                    }
                     _ => {}
                 }
                 continue;
             }
             list = None;
         }
-        match block {
+        match &block {
             Block::Instance => {
                 // Lists: "Virtual IP (1):", "Virtual IP :", "Virtual IP = 1" (older), and
                 // the same forms of "Virtual IP Excluded".
@@ -198,6 +347,27 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                     list = Some((indent, ListKind::Vips));
                     continue;
                 }
+                if let Some(kind) = tracked_list(trimmed) {
+                    list = Some((indent, ListKind::Tracked(kind)));
+                    continue;
+                }
+                if trimmed.starts_with("Unicast Peer") {
+                    list = Some((indent, ListKind::UnicastPeers));
+                    continue;
+                }
+                // keepalived 1.3 prints the tracked script's block inside the instance:
+                // its name, then its own `Weight` and `Status`.
+                if let Some(name) = trimmed.strip_prefix("VRRP Script = ") {
+                    let name = name.trim().to_string();
+                    inline_script = Some(inst.tracked.len());
+                    inst.tracked.push(TrackedItem {
+                        kind: TrackedKind::Script,
+                        name,
+                        ok: true,
+                        ..TrackedItem::default()
+                    });
+                    continue;
+                }
                 let Some((key, value)) = trimmed.split_once(" = ") else {
                     if trimmed.ends_with(':') {
                         list = Some((indent, ListKind::Ignored));
@@ -205,10 +375,23 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                     continue;
                 };
                 let key = key.trim();
+                let value = value.trim();
+                if let Some(item) = inline_script.and_then(|i| inst.tracked.get_mut(i)) {
+                    match key {
+                        "Status" => {
+                            item.status = Some(value.to_string());
+                            continue;
+                        }
+                        "Weight" => {
+                            item.weight = first_number(value);
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
                 if seen_keys.contains(&key) {
                     continue;
                 }
-                let value = value.trim();
                 match key {
                     "State" => inst.state = VrrpState::from_word(value),
                     "Wantstate" => inst.wanted_state = Some(VrrpState::from_word(value)),
@@ -221,6 +404,11 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                         inst.last_transition = first_number::<f64>(value).and_then(epoch_to_iso)
                     }
                     "Sync group" => inst.sync_group = Some(value.to_string()),
+                    // 2.3.3 renamed 2.2's count; both count failed trackers.
+                    "Number of tracker faults" | "Number of interface and track script faults" => {
+                        inst.tracker_faults = first_number(value)
+                    }
+                    "Master router" => inst.master_router = address_of(value),
                     _ => continue,
                 }
                 // Only keys we took are remembered: 'seen_keys' borrows from 'text'.
@@ -230,6 +418,47 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                 let lower = trimmed.to_ascii_lowercase();
                 if lower.contains("member instances") || lower.starts_with("monitor") {
                     list = Some((indent, ListKind::Members));
+                } else if trimmed.ends_with(':') {
+                    list = Some((indent, ListKind::Ignored));
+                }
+            }
+            Block::Script(name) | Block::TrackFile(name) | Block::TrackProcess(name) => {
+                let Some((key, value)) = trimmed.split_once(" = ") else {
+                    if trimmed.ends_with(':') {
+                        list = Some((indent, ListKind::Ignored));
+                    }
+                    continue;
+                };
+                let value = value.trim();
+                match (&block, key.trim()) {
+                    (Block::Script(_), "Status") => {
+                        states.scripts.insert(name.clone(), value.to_string());
+                    }
+                    (Block::TrackFile(_), "Status") => {
+                        states.files.insert(name.clone(), first_number(value));
+                    }
+                    (Block::TrackProcess(_), "Current processes") => {
+                        states.processes.entry(name.clone()).or_default().0 = first_number(value);
+                    }
+                    (Block::TrackProcess(_), "Have quorum") => {
+                        states.processes.entry(name.clone()).or_default().1 = match value {
+                            "true" => Some(true),
+                            "false" => Some(false),
+                            _ => None,
+                        };
+                    }
+                    _ => {}
+                }
+            }
+            Block::Interface(name) => {
+                if trimmed.starts_with("Tracking VRRP instances") {
+                    list = Some((indent, ListKind::TrackingInstances));
+                } else if let Some(flags) = trimmed.strip_prefix("State = ") {
+                    // `UP, RUNNING`, `UP, not RUNNING`, `not UP, not RUNNING`: keepalived
+                    // counts an interface up only with both flags.
+                    let flags: Vec<&str> = flags.split(',').map(str::trim).collect();
+                    let up = flags.contains(&"UP") && flags.contains(&"RUNNING");
+                    states.interfaces.insert(name.clone(), up);
                 } else if trimmed.ends_with(':') {
                     list = Some((indent, ListKind::Ignored));
                 }
@@ -245,7 +474,71 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
         ));
     }
     link_sync_groups(&mut out);
+    join_trackers(&mut out, &states);
     Ok(out)
+}
+
+/// keepalived puts an instance in FAULT when a weighted track file's value times its
+/// weight is below this (`keepalived.conf(5)`: "less than -253").
+const TRACK_FILE_FAULT_BELOW: i64 = -253;
+
+/// Fills each tracked item's state from the tracker sections, by name. An interface
+/// that names the instance under `Tracking VRRP instances` but is not in the instance's
+/// own list (its own interface, which keepalived tracks unless `dont_track_primary`)
+/// is added: losing it puts the instance in FAULT as well. An item whose state the
+/// dump does not show stays `ok` with no status: a failure is reported only when
+/// keepalived says so.
+fn join_trackers(out: &mut ParsedDump, states: &TrackerStates) {
+    for inst in &mut out.instances {
+        for (ifname, instance, weight) in &states.interface_tracking {
+            if *instance == inst.name
+                && !inst
+                    .tracked
+                    .iter()
+                    .any(|t| t.kind == TrackedKind::Interface && t.name == *ifname)
+            {
+                inst.tracked.push(TrackedItem {
+                    kind: TrackedKind::Interface,
+                    name: ifname.clone(),
+                    weight: *weight,
+                    ok: true,
+                    ..TrackedItem::default()
+                });
+            }
+        }
+        for item in &mut inst.tracked {
+            match item.kind {
+                TrackedKind::Script => {
+                    if item.status.is_none() {
+                        item.status = states.scripts.get(&item.name).cloned();
+                    }
+                    item.ok = item.status.as_deref().is_none_or(|s| s == "GOOD");
+                }
+                TrackedKind::Interface => {
+                    if let Some(up) = states.interfaces.get(&item.name) {
+                        item.status = Some(if *up { "UP" } else { "DOWN" }.to_string());
+                        item.ok = *up;
+                    }
+                }
+                TrackedKind::File => {
+                    item.value = states.files.get(&item.name).copied().flatten();
+                    item.ok = match (item.value, item.weight.unwrap_or(0)) {
+                        (None, _) => true,
+                        (Some(v), 0) => v == 0,
+                        (Some(v), w) => v.saturating_mul(w) >= TRACK_FILE_FAULT_BELOW,
+                    };
+                }
+                TrackedKind::Process => {
+                    if let Some((count, quorum)) = states.processes.get(&item.name) {
+                        item.value = *count;
+                        item.status = quorum.map(|q| if q { "quorum" } else { "no quorum" }.into());
+                        item.ok = quorum.unwrap_or(true);
+                    }
+                }
+                TrackedKind::Other => {}
+            }
+        }
+    }
 }
 
 /// Sync-group membership is printed in two places (each instance's `Sync group` and the
@@ -356,6 +649,26 @@ const JSON_COUNTERS: &[(&str, &str)] = &[
     ("invalid_authtype", "authentication_errors_invalid_type"),
     ("authtype_mismatch", "authentication_errors_type_mismatch"),
     ("auth_failure", "authentication_errors_failure"),
+    // 2.4: the HMAC authentication extension's counters, named as the text dump's
+    // `Authentication Extension Errors:` block gives them.
+    (
+        "auth_ext_missing",
+        "authentication_extension_errors_missing",
+    ),
+    (
+        "auth_ext_malformed",
+        "authentication_extension_errors_malformed",
+    ),
+    (
+        "auth_ext_unknown_key",
+        "authentication_extension_errors_unknown_key",
+    ),
+    (
+        "auth_ext_invalid_hmac",
+        "authentication_extension_errors_invalid_hmac",
+    ),
+    ("auth_ext_stale", "authentication_extension_errors_stale"),
+    ("auth_ext_replay", "authentication_extension_errors_replay"),
     ("pri_zero_rcvd", "priority_zero_received"),
     ("pri_zero_sent", "priority_zero_sent"),
 ];
@@ -453,6 +766,28 @@ pub fn parse_json(text: &str) -> Result<ParsedDump, ParseError> {
         });
     }
     Ok(out)
+}
+
+/// Takes what only the text dump shows into a reading from the JSON dump: keepalived's
+/// JSON (up to 2.4.3) lists track scripts by command and without status, has no track
+/// files, unicast peers, master router or sync groups (nor, in the fixtures, an
+/// instance's own `sync_group`). Instances are matched by name;
+/// the JSON's own fields stay as they are.
+pub fn merge_text_only(json: &mut ParsedDump, data: &ParsedDump) {
+    for i in &mut json.instances {
+        if let Some(d) = data.instances.iter().find(|d| d.name == i.name) {
+            i.tracked = d.tracked.clone();
+            i.tracker_faults = d.tracker_faults;
+            i.unicast_peers = d.unicast_peers.clone();
+            i.master_router = d.master_router.clone();
+            if i.sync_group.is_none() {
+                i.sync_group = d.sync_group.clone();
+            }
+        }
+    }
+    if json.sync_groups.is_empty() {
+        json.sync_groups = data.sync_groups.clone();
+    }
 }
 
 /// Attaches counters to the instances of the same name.
@@ -638,6 +973,73 @@ mod tests {
                 ("VI_1", WORDS[3]),
                 ("VI_2", "7"),
                 ("VI_2", "null"),
+            ]
+        );
+    }
+
+    #[test]
+    fn trackers_of_older_dumps_and_odd_entries() {
+        // keepalived 1.3 prints the script's own block inside the instance.
+        let old = "------< VRRP Topology >------
+ VRRP Instance = VI_1
+   State = FAULT
+   Tracked scripts = 1
+ VRRP Script = check_haproxy
+   Weight = 0
+   Status = BAD
+   Virtual IP = 1
+     10.32.75.200/32 dev eth0 scope global
+";
+        let d = parse_data(old).unwrap();
+        let t = &d.instances[0].tracked;
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            (t[0].kind, t[0].name.as_str(), t[0].status.as_deref()),
+            (TrackedKind::Script, "check_haproxy", Some("BAD"))
+        );
+        assert_eq!((t[0].weight, t[0].ok), (Some(0), false));
+        assert_eq!(d.instances[0].vips, ["10.32.75.200/32"]);
+
+        // A script the sections do not describe stays ok with no status; a peer or
+        // master router that is no address is not taken; a weighted track file is bad
+        // only below -253, an unweighted one whenever it is not 0.
+        let text = "------< VRRP Topology >------
+ VRRP Instance = VI_1
+   State = BACKUP
+   Master router = somewhere
+   Unicast Peer :
+     not-an-address min_ttl 0
+     2001:db8::2 min_ttl 0 max_ttl 255
+   Tracked scripts :
+     ghost weight
+   Tracked files :
+     f0, weight 0
+     f10, weight 10
+     f30, weight -10
+------< VRRP Track files >------
+ Track file = f0
+   Status = 3
+ Track file = f10
+   Status = -26
+ Track file = f30
+   Status = 30
+";
+        let d = parse_data(text).unwrap();
+        let i = &d.instances[0];
+        assert_eq!(i.master_router, None);
+        assert_eq!(i.unicast_peers, ["2001:db8::2"]);
+        let got: Vec<(&str, Option<i64>, Option<i64>, bool)> = i
+            .tracked
+            .iter()
+            .map(|t| (t.name.as_str(), t.value, t.weight, t.ok))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("ghost", None, None, true),
+                ("f0", Some(3), Some(0), false),
+                ("f10", Some(-26), Some(10), false),
+                ("f30", Some(30), Some(-10), false),
             ]
         );
     }
