@@ -303,6 +303,48 @@ impl Prober {
     }
 
     fn take(&self, found: &Found) -> Result<parse::ParsedDump, TakeError> {
+        let Some(json_signal) = self.cfg.json_signal else {
+            let (data, rest) = self.dumps(
+                found,
+                &[
+                    (nix::libc::SIGUSR1, &self.cfg.data_file),
+                    (nix::libc::SIGUSR2, &self.cfg.stats_file),
+                ],
+            )?;
+            let mut dump = parse::parse_data(&data).map_err(|e| TakeError::Failed(e.0))?;
+            match rest.first().cloned().unwrap_or_else(|| Err(String::new())) {
+                Ok(t) => match parse::parse_stats(&t) {
+                    Ok(c) => parse::attach_counters(&mut dump, &c),
+                    Err(e) => log::warn!("keepalived counters not read: {e}"),
+                },
+                Err(e) => log::warn!("keepalived counters not read: {e}"),
+            }
+            return Ok(dump);
+        };
+        let (json, _) = self.dumps(found, &[(json_signal, &self.cfg.json_file)])?;
+        let mut dump = parse::parse_json(&json).map_err(|e| TakeError::Failed(e.0))?;
+        // keepalived's JSON has no tracker state, unicast peers, master router or sync
+        // groups: those come from the text dump, taken right after. Without it the
+        // reading is still the JSON's, only without them.
+        match self.dumps(found, &[(nix::libc::SIGUSR1, &self.cfg.data_file)]) {
+            Ok((data, _)) => match parse::parse_data(&data) {
+                Ok(data) => parse::merge_text_only(&mut dump, &data),
+                Err(e) => log::warn!("keepalived trackers not read: {e}"),
+            },
+            Err(TakeError::Failed(e)) => log::warn!("keepalived trackers not read: {e}"),
+            Err(TakeError::Gone) => return Err(TakeError::Gone),
+        }
+        Ok(dump)
+    }
+
+    /// Signals keepalived for each dump and reads them once complete. The first dump
+    /// must be read (its error is the reading's); the others are handed back as they
+    /// came, for the caller to judge.
+    fn dumps(
+        &self,
+        found: &Found,
+        wanted: &[(i32, &PathBuf)],
+    ) -> Result<(String, Vec<Result<String, String>>), TakeError> {
         let root = self.proc_dir.join(found.parent.to_string()).join("root");
         let mk = |signal: i32, inside: &Path| -> Result<Dump, TakeError> {
             let through_root = root.join(inside.strip_prefix("/").unwrap_or(inside));
@@ -322,13 +364,10 @@ impl Prober {
                 done: false,
             })
         };
-        let mut dumps = match self.cfg.json_signal {
-            Some(n) => vec![mk(n, &self.cfg.json_file)?],
-            None => vec![
-                mk(nix::libc::SIGUSR1, &self.cfg.data_file)?,
-                mk(nix::libc::SIGUSR2, &self.cfg.stats_file)?,
-            ],
-        };
+        let mut dumps = wanted
+            .iter()
+            .map(|(signal, path)| mk(*signal, path))
+            .collect::<Result<Vec<_>, _>>()?;
         let timeout = Duration::from_millis(self.cfg.dump_timeout_ms);
         let signals: Vec<i32> = dumps.iter().map(|d| d.signal).collect();
         self.wait_until_handled(found, &signals, Instant::now() + timeout)?;
@@ -377,18 +416,16 @@ impl Prober {
                     ))
                 })
         };
-        let parse_err = |e: parse::ParseError| TakeError::Failed(e.0);
-        if self.cfg.json_signal.is_some() {
-            return parse::parse_json(&read(&dumps[0])?).map_err(parse_err);
-        }
-        let mut dump = parse::parse_data(&read(&dumps[0])?).map_err(parse_err)?;
-        match read(&dumps[1]).map(|t| parse::parse_stats(&t)) {
-            Ok(Ok(c)) => parse::attach_counters(&mut dump, &c),
-            Ok(Err(e)) => log::warn!("keepalived counters not read: {e}"),
-            Err(TakeError::Failed(e)) => log::warn!("keepalived counters not read: {e}"),
-            Err(TakeError::Gone) => {}
-        }
-        Ok(dump)
+        let first = read(&dumps[0])?;
+        let rest = dumps[1..]
+            .iter()
+            .map(|d| match read(d) {
+                Ok(t) => Ok(t),
+                Err(TakeError::Failed(e)) => Err(e),
+                Err(TakeError::Gone) => Err("keepalived went away".into()),
+            })
+            .collect();
+        Ok((first, rest))
     }
 
     /// Waits until keepalived's parent handles every dump signal. A keepalived in its
