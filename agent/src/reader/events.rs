@@ -11,9 +11,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
-use vrrp_protocol::{ActivityEvent, ActivityLevel, Reading, VrrpInstance, VrrpState};
+use vrrp_protocol::{ActivityEvent, ActivityLevel, Reading, TrackedItem, VrrpInstance, VrrpState};
 
 pub const STATE_CHANGED: &str = "vrrp.state_changed";
+pub const TRACK_CHANGED: &str = "vrrp.track_changed";
 pub const INSTANCE_ADDED: &str = "vrrp.instance_added";
 pub const INSTANCE_REMOVED: &str = "vrrp.instance_removed";
 pub const KEEPALIVED_STARTED: &str = "keepalived.started";
@@ -121,9 +122,86 @@ fn stopped(prev: &Reading, cur: &Reading, pid: Option<u32>) -> ActivityEvent {
     )
 }
 
-/// Compares instances of two readings of the same running keepalived.
+/// What a tracked item's state is shown as: keepalived's word, or for a track file
+/// (keepalived prints only its value) the value.
+fn shown_state(t: &TrackedItem) -> Value {
+    match (&t.status, t.value) {
+        (Some(s), _) => json!(s),
+        (None, Some(v)) => json!(v),
+        (None, None) => Value::Null,
+    }
+}
+
+/// `vrrp.track_changed` for each item tracked in both readings whose state changed
+/// (turned bad or good, or keepalived's word for it changed). Items that come or go
+/// with a configuration change report nothing: the instance did not change state.
+fn track_events(
+    p: &VrrpInstance,
+    c: &VrrpInstance,
+    prev: &Reading,
+    cur: &Reading,
+) -> Vec<ActivityEvent> {
+    let mut out = Vec::new();
+    for t in &c.tracked {
+        let Some(was) = p
+            .tracked
+            .iter()
+            .find(|w| w.kind == t.kind && w.name == t.name)
+        else {
+            continue;
+        };
+        // A track file's value that moves without turning it bad or good changes the
+        // priority, not its state; a status that appears or goes (a text dump missed
+        // in JSON mode) is no change either.
+        let reworded = was.status.is_some() && t.status.is_some() && was.status != t.status;
+        if was.ok == t.ok && !reworded {
+            continue;
+        }
+        let (from, to) = (shown_state(was), shown_state(t));
+        let mut data = json!({
+            "kind": t.kind.as_str(),
+            "name": t.name,
+            "from": from,
+            "to": to,
+            "ok": t.ok,
+        });
+        if let Some(v) = t.value {
+            data["value"] = json!(v);
+        }
+        if let Some(w) = t.weight {
+            data["weight"] = json!(w);
+        }
+        out.push(event(
+            derive_id(&[
+                TRACK_CHANGED,
+                &c.name,
+                t.kind.as_str(),
+                &t.name,
+                &from.to_string(),
+                &to.to_string(),
+                &prev.collected_at,
+            ]),
+            &cur.collected_at,
+            TRACK_CHANGED,
+            if t.ok {
+                ActivityLevel::Info
+            } else {
+                ActivityLevel::Warning
+            },
+            subject_of(c),
+            data,
+        ));
+    }
+    out
+}
+
+/// Compares instances of two readings of the same running keepalived. A tracked item's
+/// change comes before the state change it caused.
 fn instance_events(prev: &Reading, cur: &Reading, out: &mut Vec<ActivityEvent>) {
     for c in &cur.instances {
+        if let Some(p) = prev.instances.iter().find(|p| p.name == c.name) {
+            out.extend(track_events(p, c, prev, cur));
+        }
         match prev.instances.iter().find(|p| p.name == c.name) {
             Some(p) if p.state != c.state => {
                 let at = c
@@ -146,14 +224,21 @@ fn instance_events(prev: &Reading, cur: &Reading, out: &mut Vec<ActivityEvent>) 
                     STATE_CHANGED,
                     state_change_level(p.state, c.state),
                     subject_of(c),
-                    json!({
-                        "from": p.state,
-                        "to": c.state,
-                        "priority": c.priority,
-                        "effectivePriority": c.effective_priority,
-                        "previousPriority": p.priority,
-                        "previousEffectivePriority": p.effective_priority,
-                    }),
+                    {
+                        let mut data = json!({
+                            "from": p.state,
+                            "to": c.state,
+                            "priority": c.priority,
+                            "effectivePriority": c.effective_priority,
+                            "previousPriority": p.priority,
+                            "previousEffectivePriority": p.effective_priority,
+                        });
+                        // Why, as far as the reading tells (issue 33); the server words it.
+                        if c.state == VrrpState::Fault {
+                            data["causes"] = json!(c.fault_causes(&cur.sync_groups));
+                        }
+                        data
+                    },
                 ));
             }
             Some(_) => {}
@@ -268,6 +353,7 @@ fn fresh_baseline(cur: &Reading) -> Baseline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vrrp_protocol::TrackedKind;
 
     fn inst(name: &str, state: VrrpState, t: &str) -> VrrpInstance {
         VrrpInstance {
@@ -421,5 +507,212 @@ mod tests {
         assert!(detect(Some(&base), &reading("t2", None, vec![]))
             .0
             .is_empty());
+    }
+
+    fn item(kind: TrackedKind, name: &str, status: Option<&str>, ok: bool) -> TrackedItem {
+        TrackedItem {
+            kind,
+            name: name.into(),
+            status: status.map(str::to_string),
+            weight: Some(0),
+            ok,
+            ..Default::default()
+        }
+    }
+
+    fn with(mut i: VrrpInstance, tracked: Vec<TrackedItem>) -> VrrpInstance {
+        i.tracked = tracked;
+        i
+    }
+
+    #[test]
+    fn a_failing_script_is_reported_before_the_fault_it_causes_and_named_in_it() {
+        let good = item(TrackedKind::Script, "chk_lab", Some("GOOD"), true);
+        let bad = item(TrackedKind::Script, "chk_lab", Some("BAD"), false);
+        let a = reading(
+            "t1",
+            Some(10),
+            vec![with(
+                inst("VI_1", VrrpState::Backup, "a"),
+                vec![good.clone()],
+            )],
+        );
+        let (_, base) = detect(None, &a);
+        let b = reading(
+            "t2",
+            Some(10),
+            vec![with(inst("VI_1", VrrpState::Fault, "f"), vec![bad.clone()])],
+        );
+        let (ev, base) = detect(Some(&base), &b);
+        assert_eq!(kinds(&ev), [TRACK_CHANGED, STATE_CHANGED]);
+        assert_eq!(ev[0].level, ActivityLevel::Warning);
+        assert_eq!(ev[0].subject["instanceName"], "VI_1");
+        assert_eq!(ev[0].subject["vrid"], 51);
+        assert_eq!(ev[0].subject["interface"], "eth0");
+        assert_eq!(ev[0].occurred_at, "t2");
+        assert_eq!(
+            Value::Object(ev[0].data.clone()),
+            json!({"kind": "script", "name": "chk_lab", "from": "GOOD", "to": "BAD",
+                   "ok": false, "weight": 0})
+        );
+        assert_eq!(ev[1].level, ActivityLevel::Error);
+        assert_eq!(
+            ev[1].data["causes"],
+            json!([{"kind": "script", "name": "chk_lab", "status": "BAD"}])
+        );
+
+        // Recovery: the script first, at info; leaving FAULT carries no causes.
+        let c = reading(
+            "t3",
+            Some(10),
+            vec![with(inst("VI_1", VrrpState::Backup, "g"), vec![good])],
+        );
+        let (ev, _) = detect(Some(&base), &c);
+        assert_eq!(kinds(&ev), [TRACK_CHANGED, STATE_CHANGED]);
+        assert_eq!(ev[0].level, ActivityLevel::Info);
+        assert_eq!(
+            (&ev[0].data["from"], &ev[0].data["to"]),
+            (&json!("BAD"), &json!("GOOD"))
+        );
+        assert_eq!(ev[0].data["ok"], true);
+        assert!(ev[1].data.get("causes").is_none(), "{:?}", ev[1].data);
+    }
+
+    #[test]
+    fn track_event_ids_are_stable_and_distinct() {
+        let a = reading(
+            "t1",
+            Some(10),
+            vec![with(
+                inst("VI_1", VrrpState::Master, "a"),
+                vec![item(TrackedKind::Interface, "trk0", Some("UP"), true)],
+            )],
+        );
+        let (_, base) = detect(None, &a);
+        let down = |at: &str| {
+            reading(
+                at,
+                Some(10),
+                vec![with(
+                    inst("VI_1", VrrpState::Master, "a"),
+                    vec![item(TrackedKind::Interface, "trk0", Some("DOWN"), false)],
+                )],
+            )
+        };
+        let (e1, next) = detect(Some(&base), &down("t2"));
+        // Re-derived after a crash (a later reading of the same change): same id.
+        let (e2, _) = detect(Some(&base), &down("t9"));
+        assert_eq!(kinds(&e1), [TRACK_CHANGED]);
+        assert_eq!(e1[0].id, e2[0].id);
+        // Back up, then down again later: other ids.
+        let up = reading("t3", Some(10), a.instances.clone());
+        let (e3, next) = detect(Some(&next), &up);
+        let (e4, _) = detect(Some(&next), &down("t4"));
+        assert_ne!(e1[0].id, e3[0].id);
+        assert_ne!(e1[0].id, e4[0].id);
+        assert_ne!(e3[0].id, e4[0].id);
+    }
+
+    #[test]
+    fn what_is_not_a_change_of_state_reports_nothing() {
+        let file = |value: i64, ok: bool| TrackedItem {
+            kind: TrackedKind::File,
+            name: "tf".into(),
+            value: Some(value),
+            weight: Some(-10),
+            ok,
+            ..Default::default()
+        };
+        let at = |t: &str, tracked: Vec<TrackedItem>| {
+            reading(
+                t,
+                Some(10),
+                vec![with(inst("VI_1", VrrpState::Master, "a"), tracked)],
+            )
+        };
+        let (_, base) = detect(None, &at("t1", vec![file(1, true)]));
+        // A weighted file's value moves: the priority changes, not its state.
+        let (ev, base) = detect(Some(&base), &at("t2", vec![file(2, true)]));
+        assert!(ev.is_empty(), "{ev:?}");
+        // An item that comes or goes with a reload, or a status that appears.
+        let script = item(TrackedKind::Script, "s", None, true);
+        let (ev, base) = detect(Some(&base), &at("t3", vec![file(2, true), script]));
+        assert!(ev.is_empty(), "{ev:?}");
+        let seen = item(TrackedKind::Script, "s", Some("GOOD"), true);
+        let (ev, base) = detect(Some(&base), &at("t4", vec![file(2, true), seen]));
+        assert!(ev.is_empty(), "{ev:?}");
+        // Below -253: the file turns bad; its value is shown as its state.
+        let (ev, _) = detect(Some(&base), &at("t5", vec![file(30, false)]));
+        assert_eq!(kinds(&ev), [TRACK_CHANGED]);
+        assert_eq!(
+            Value::Object(ev[0].data.clone()),
+            json!({"kind": "file", "name": "tf", "from": 2, "to": 30, "ok": false,
+                   "value": 30, "weight": -10})
+        );
+    }
+
+    /// Real keepalived 2.2.7 dumps of h2: trk0 down puts VI_1 in FAULT; in a sync
+    /// group the other instance follows with the group as its cause.
+    #[test]
+    fn real_dumps_give_track_changed_and_causes() {
+        use crate::keepalived::parse::parse_data;
+        let dump = |text: &str, at: &str| {
+            let d = parse_data(text).unwrap();
+            Reading {
+                collected_at: at.into(),
+                running: true,
+                pid: Some(7),
+                instances: d.instances,
+                sync_groups: d.sync_groups,
+                ..Default::default()
+            }
+        };
+        let before = dump(
+            include_str!("../../tests/fixtures/2.2.7/backup.keepalived.data"),
+            "t1",
+        );
+        let after = dump(
+            include_str!(
+                "../../tests/fixtures/2.2.7/fault-track-interface-VI_1_backup-VI_2.keepalived.data"
+            ),
+            "t2",
+        );
+        let (_, base) = detect(None, &before);
+        let (ev, _) = detect(Some(&base), &after);
+        assert_eq!(kinds(&ev), [TRACK_CHANGED, STATE_CHANGED]);
+        assert_eq!(ev[0].data["name"], "trk0");
+        assert_eq!(ev[0].data["kind"], "interface");
+        assert_eq!(
+            (&ev[0].data["from"], &ev[0].data["to"]),
+            (&json!("UP"), &json!("DOWN"))
+        );
+        assert_eq!(ev[1].data["to"], "FAULT");
+        assert_eq!(
+            ev[1].data["causes"],
+            json!([{"kind": "interface", "name": "trk0", "status": "DOWN"}])
+        );
+
+        let before = dump(
+            include_str!("../../tests/fixtures/2.2.7/syncgroup-master.keepalived.data"),
+            "t1",
+        );
+        let after = dump(
+            include_str!("../../tests/fixtures/2.2.7/syncgroup-fault.keepalived.data"),
+            "t2",
+        );
+        let (_, base) = detect(None, &before);
+        let (ev, _) = detect(Some(&base), &after);
+        assert_eq!(kinds(&ev), [TRACK_CHANGED, STATE_CHANGED, STATE_CHANGED]);
+        assert_eq!(ev[1].subject["instanceName"], "VI_1");
+        assert_eq!(ev[2].subject["instanceName"], "VI_2");
+        assert_eq!(
+            ev[2].data["causes"],
+            json!([{"kind": "syncGroup", "name": "SG_1", "status": "FAULT"}])
+        );
+        // A FAULT with nothing reportable still carries the (empty) list.
+        let mut no_cause = after.clone();
+        no_cause.sync_groups.clear();
+        let (ev, _) = detect(Some(&base), &no_cause);
+        assert_eq!(ev[2].data["causes"], json!([]));
     }
 }
