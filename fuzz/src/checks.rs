@@ -21,11 +21,25 @@ fn vips_are_addresses(dump: &vrrp_agent::keepalived::parse::ParsedDump) {
     }
 }
 
+/// Unicast peers and the master router a parsed dump keeps are addresses (issue 33):
+/// nothing else of those lines, whatever the input, reaches a reading.
+fn peers_are_addresses(dump: &vrrp_agent::keepalived::parse::ParsedDump) {
+    for i in &dump.instances {
+        for p in i.unicast_peers.iter().chain(&i.master_router) {
+            assert!(
+                p.parse::<std::net::IpAddr>().is_ok(),
+                "a kept peer or master router is an address: {p:?}"
+            );
+        }
+    }
+}
+
 /// keepalived's text data dump (`keepalived.data`).
 pub fn dump_data(data: &[u8]) {
     if let Some(t) = text(data) {
         if let Ok(dump) = vrrp_agent::keepalived::parse::parse_data(t) {
             vips_are_addresses(&dump);
+            peers_are_addresses(&dump);
         }
     }
 }

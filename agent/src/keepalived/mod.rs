@@ -317,6 +317,7 @@ impl Prober {
                     Ok(c) => parse::attach_counters(&mut dump, &c),
                     Err(e) => log::warn!("keepalived counters not read: {e}"),
                 },
+                Err(e) if e.is_empty() => {}
                 Err(e) => log::warn!("keepalived counters not read: {e}"),
             }
             return Ok(dump);
@@ -339,7 +340,7 @@ impl Prober {
 
     /// Signals keepalived for each dump and reads them once complete. The first dump
     /// must be read (its error is the reading's); the others are handed back as they
-    /// came, for the caller to judge.
+    /// came, for the caller to judge (an empty error: keepalived went away).
     fn dumps(
         &self,
         found: &Found,
@@ -422,7 +423,8 @@ impl Prober {
             .map(|d| match read(d) {
                 Ok(t) => Ok(t),
                 Err(TakeError::Failed(e)) => Err(e),
-                Err(TakeError::Gone) => Err("keepalived went away".into()),
+                // keepalived went away: the next reading says so, nothing to warn about.
+                Err(TakeError::Gone) => Err(String::new()),
             })
             .collect();
         Ok((first, rest))
