@@ -451,6 +451,15 @@ fn agent_follows_real_keepalived() {
         "{last}"
     );
     assert!(last["instances"][0]["stats"]["advertisements_sent"].is_u64());
+    // The JSON has no tracker status: the text dump taken with it names the cause.
+    let chk_lab = last["instances"][0]["tracked"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "chk_lab").cloned());
+    assert_eq!(
+        chk_lab.as_ref().map(|t| (&t["status"], &t["ok"])),
+        Some((&"BAD".into(), &false.into())),
+        "{last}"
+    );
     lab.run(&["unfault", "h2"]);
     lab.wait_state("h2", "VI_1", "BACKUP");
     let before = a2.status(&lab)["collectedAt"].as_str().unwrap().to_string();
