@@ -1,11 +1,13 @@
 //! Parsers for keepalived's dump files: the text state dump (`keepalived.data`), the
 //! counters dump (`keepalived.stats`) and the JSON dump (`keepalived.json`).
 //!
-//! Pure functions from text to wire types. Only the fields the spec lists are copied, one
-//! by one, so nothing else keepalived prints (its authentication password above all) can
-//! reach the wire. Unknown keys are skipped; a dump that is not a dump is an error, never a
-//! panic. An entry of a VIP list counts only when it starts with an address ([`vip_of`]);
-//! the others are handed back in [`ParsedDump::not_addresses`] for the caller to log.
+//! Pure functions from text to wire types. Only the fields the spec lists (and the
+//! optional ones of issues 23 and 33: excluded VIPs, tracked items, tracker faults,
+//! unicast peers, master router) are copied, one by one, so nothing else keepalived
+//! prints (its authentication password and HMAC settings above all) can reach the wire.
+//! Unknown keys are skipped; a dump that is not a dump is an error, never a panic. An
+//! entry of a VIP list counts only when it starts with an address ([`vip_of`]); the
+//! others are handed back in [`ParsedDump::not_addresses`] for the caller to log.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -195,7 +197,7 @@ fn address_of(v: &str) -> Option<String> {
 /// keys) in the middle of the instance. An instance's tracked items are named in its
 /// own lists (`Tracked scripts :` ...) with the instance's weight; their state is in
 /// the `VRRP Scripts`, `VRRP Track files`, `VRRP Track processes` and `Interfaces`
-/// sections, joined by name once the whole dump is read ([`join_trackers`]).
+/// sections, joined by name once the whole dump is read (`join_trackers`).
 pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
     let mut out = ParsedDump::default();
     let mut saw_topology = false;
