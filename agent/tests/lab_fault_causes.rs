@@ -141,6 +141,11 @@ fn fault_causes_from_real_keepalived_reach_the_server() {
             (&script["status"], &script["ok"]),
             (&Value::from("GOOD"), &Value::from(true))
         );
+        // The script's run state, for keepalived-exporter's keepalived_script_state.
+        assert!(
+            ["idle", "running"].contains(&script["state"].as_str().unwrap_or("")),
+            "{script}"
+        );
         let link = tracked(&i, "interface", "trk0").expect("trk0 tracked");
         assert_eq!(link["status"], "UP", "{i}");
         assert_eq!(i["trackerFaults"], 0, "{i}");

@@ -162,7 +162,7 @@ fn master_fixture_in_detail() {
             },
             "tracked": [
                 {"kind": "interface", "name": "trk0", "status": "UP", "value": null, "weight": 0, "ok": true},
-                {"kind": "script", "name": "chk_lab", "status": "GOOD", "value": null, "weight": 0, "ok": true},
+                {"kind": "script", "name": "chk_lab", "status": "GOOD", "state": "idle", "value": null, "weight": 0, "ok": true},
                 {"kind": "interface", "name": "eth0", "status": "UP", "value": null, "weight": 0, "ok": true}
             ],
             "trackerFaults": 0

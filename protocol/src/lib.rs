@@ -203,6 +203,12 @@ pub struct TrackedItem {
     /// keepalived's own word for its state, as it writes it (`GOOD`, `BAD`,
     /// `INIT`, `UP`, `DOWN`, ...); absent where keepalived writes none.
     pub status: Option<String>,
+    /// A track script's run state as keepalived words it (`idle`, `running`,
+    /// `requested termination`, `forcing termination`: keepalived-exporter's
+    /// `keepalived_script_state`); absent for other kinds. Optional: left out when
+    /// absent, so other items are as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
     /// A track file's current value, or a track process's count of running
     /// processes; absent for scripts and interfaces.
     pub value: Option<i64>,

@@ -141,6 +141,8 @@ fn section_of(header: &str) -> Section {
 struct TrackerStates {
     /// Script name → `Status` word (`GOOD`, `BAD`, `INIT`, `INIT/FAILED`).
     scripts: BTreeMap<String, String>,
+    /// Script name → its run `State` (`idle`, `running`, ...).
+    script_runs: BTreeMap<String, String>,
     /// Track file name → its `Status` (the file's current value).
     files: BTreeMap<String, Option<i64>>,
     /// Track process name → (`Current processes`, `Have quorum`).
@@ -436,6 +438,9 @@ pub fn parse_data(text: &str) -> Result<ParsedDump, ParseError> {
                     (Block::Script(_), "Status") => {
                         states.scripts.insert(name.clone(), value.to_string());
                     }
+                    (Block::Script(_), "State") => {
+                        states.script_runs.insert(name.clone(), value.to_string());
+                    }
                     (Block::TrackFile(_), "Status") => {
                         states.files.insert(name.clone(), first_number(value));
                     }
@@ -515,6 +520,7 @@ fn join_trackers(out: &mut ParsedDump, states: &TrackerStates) {
                         item.status = states.scripts.get(&item.name).cloned();
                     }
                     item.ok = item.status.as_deref().is_none_or(|s| s == "GOOD");
+                    item.state = states.script_runs.get(&item.name).cloned();
                 }
                 TrackedKind::Interface => {
                     if let Some(up) = states.interfaces.get(&item.name) {
