@@ -168,6 +168,21 @@ fn fault_causes_from_real_keepalived_reach_the_server() {
             "FAULT",
         );
     }
+    // keepalived-exporter's script series, from the stored readings' tracked items.
+    let metrics = wait_for("chk_lab BAD in /metrics", 20, || {
+        let (s, _, body) = request("GET", &format!("{}/metrics", server.url()), None, None);
+        let text = body.as_str().unwrap_or("").to_string();
+        let bad = text.lines().any(|l| {
+            l.starts_with("keepalived_script_status{") && l.contains("chk_lab") && l.ends_with(" 0")
+        });
+        (s == 200 && bad).then_some(text)
+    });
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("keepalived_script_state{") && l.contains("chk_lab")),
+        "{metrics}"
+    );
     lab.run(&["unfault", "h2"]);
     lab.wait_state("h2", "VI_1", "BACKUP");
     for inst in ["VI_1", "VI_2"] {
