@@ -1,9 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian's packages, what building and testing the workspace needs and
-# a fresh machine lacks: pkg-config and libssl-dev (the agent's HTTPS listener uses
-# the distribution's OpenSSL through tiny_http's `ssl-openssl`), keepalived for the
-# lab, iproute2/procps/util-linux for namespaces, curl for the notify script tests,
-# Node.js and npm for the OIDC tests' identity provider, chromium and
+# a fresh machine lacks: keepalived for the lab, iproute2/procps/util-linux for
+# namespaces, curl for the notify script tests, Node.js and npm for the OIDC tests' identity provider, chromium and
 # chromium-driver for the dashboard's browser tests (tests/browser), prometheus
 # (with promtool) for the metrics tests, binutils and systemd for the tarball test.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
@@ -23,8 +21,6 @@ command -v objdump >/dev/null 2>&1 || missing+=(binutils)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 # scripts/demo's dashboard forwarder.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
-command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
-pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then

@@ -4,8 +4,8 @@
 # real keepalived in network namespaces (../shared/lab/vrrp-lab.sh, needs root).
 #
 # On a fresh Debian machine it first installs what the build and the tests need from
-# Debian's packages (scripts/install-test-deps.sh: OpenSSL headers for the agent's
-# HTTPS listener, keepalived for the lab, iproute2/procps/util-linux for namespaces,
+# Debian's packages (scripts/install-test-deps.sh: keepalived for the lab,
+# iproute2/procps/util-linux for namespaces,
 # Node.js and npm for the OIDC tests), then the OIDC tests' identity provider (npm's
 # certified `oidc-provider`, pinned in tests/oidc/package-lock.json) from the npm
 # registry into tests/oidc/node_modules.

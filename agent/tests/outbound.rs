@@ -523,6 +523,28 @@ fn tls_agent_speaks_wss_only() {
     );
 }
 
+/// The TLS handshake runs on the connection's own thread (rustls, issue 32), not on
+/// the listener's accept thread: a peer that opens TCP and says nothing does not hold
+/// up the next client.
+#[test]
+fn tls_silent_peer_does_not_stall_the_listener() {
+    let key = Path::new(FIXTURES).join("localhost.key.pem");
+    let a = Agent::start(&tls_config_text(&key), &[]);
+    a.wait_log("Setup PIN: ");
+    let silent: Vec<TcpStream> = (0..2)
+        .map(|_| TcpStream::connect(("127.0.0.1", a.port)).unwrap())
+        .collect();
+    let t0 = std::time::Instant::now();
+    let ws = dial(a.port, "/ws/register", true);
+    assert!(ws.is_ok(), "wss beside silent peers: {:?}", ws.err());
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    drop(silent);
+    // The key file's contents never reach the log.
+    let pem = fs::read_to_string(&key).unwrap();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    assert!(!a.log().contains(body.get(..24).unwrap()), "key in the log");
+}
+
 #[test]
 fn tls_block_that_cannot_be_used_ends_the_start() {
     let d = tempfile::tempdir().unwrap();
