@@ -3,7 +3,10 @@
 # a fresh machine lacks: keepalived for the lab, iproute2/procps/util-linux for
 # namespaces, curl for the notify script tests, Node.js and npm for the OIDC tests' identity provider, chromium and
 # chromium-driver for the dashboard's browser tests (tests/browser), prometheus
-# (with promtool) for the metrics tests, binutils and systemd for the tarball test.
+# (with promtool) for the metrics tests, binutils and systemd for the tarball test,
+# debootstrap, file and qemu-user-static for the static tarballs' tests (a Debian 11
+# root, the aarch64 binaries); then, through scripts/install-static-deps.sh, the
+# musl targets, Zig and cargo-zigbuild for the static builds.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
 set -euo pipefail
 
@@ -19,6 +22,10 @@ command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 # The tarball test: objdump (scripts/package) and systemd-analyze (the units).
 command -v objdump >/dev/null 2>&1 || missing+=(binutils)
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+# The static tarballs' tests (tests/server/static_tarballs.rs).
+command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+command -v file >/dev/null 2>&1 || missing+=(file)
+command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
 # scripts/demo's dashboard forwarder.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -32,3 +39,6 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# The static (musl) builds: scripts/package, scripts/demo, scripts/host-guide.
+"$(dirname "$0")/install-static-deps.sh"

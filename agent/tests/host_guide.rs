@@ -1,8 +1,8 @@
 //! doc/keepalived-host.md followed step by step inside two hosts of the keepalived
 //! lab by `scripts/host-guide`, which runs the guide's own tagged blocks; each step's
-//! outcome is checked here. h1: the agent installed from the tarball of the built
-//! binaries, started too early (no notify token) and with the FIFO configured before
-//! keepalived was reloaded, then set up right: notify events arrive through the notify
+//! outcome is checked here. h1: the agent installed from the tarball of a static
+//! (musl) dev build of both binaries (`scripts/host-guide package`), started too
+//! early (no notify token) and with the FIFO configured before keepalived was reloaded, then set up right: notify events arrive through the notify
 //! script and through the FIFO, the JSON dump is read, and it registers inbound through
 //! its page's API with the PIN from its log. h2: the notify script once for the sync
 //! group, TLS, started once in a PID namespace of its own, then registered outbound
@@ -10,7 +10,8 @@
 //! status values the guide's troubleshooting table lists are taken from the table
 //! and must appear when the matching mistake is made.
 //!
-//! Needs root, keepalived 2.2.x, iproute2, util-linux (setpriv), curl, openssl, objdump.
+//! Needs root, keepalived 2.2.x, iproute2, util-linux (setpriv), curl, openssl, readelf;
+//! Zig and the musl target (scripts/install-static-deps.sh).
 
 mod support;
 
@@ -34,15 +35,11 @@ struct Guide<'a> {
 
 impl Guide<'_> {
     fn run(&self, args: &[&str]) -> String {
-        let bins = Path::new(env!("CARGO_BIN_EXE_vrrp-agent"))
-            .parent()
-            .unwrap();
         let out = self
             .lab
             .command(format!("{ROOT}/scripts/host-guide"))
             .args(args)
             .env("HOST_GUIDE_DIR", &self.dir)
-            .env("HOST_GUIDE_BIN_DIR", bins)
             .env("HOST_GUIDE_UNIT_ENV", "LOG_LEVEL=debug")
             .stdin(Stdio::null())
             .output()

@@ -22,6 +22,7 @@ mod outbound_load;
 mod package;
 mod settings;
 mod silences;
+mod static_tarballs;
 mod threads;
 mod timing;
 mod users;

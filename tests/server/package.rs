@@ -1,17 +1,17 @@
-//! The tarball as a user gets it: `scripts/package` builds it, the test unpacks it
+//! The tarball as a user gets it: `scripts/package` builds it (the x86_64 one, static;
+//! built once for this and `static_tarballs.rs`), the test unpacks it
 //! into an empty tree, checks its contents and checksums, and runs both binaries
 //! as the shipped units would (their `ExecStart` and `Environment` lines, the
 //! shipped example configs), registers the agent and sees its reading.
 
 use crate::harness::{free_port, http_agent, ADMIN_PASSWORD};
+use crate::static_tarballs::tarballs;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-fn run(cmd: &mut Command) -> String {
+pub fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("run");
     assert!(
         out.status.success(),
@@ -49,7 +49,7 @@ fn unit_command(unit: &Path, tree: &Path) -> (PathBuf, Vec<(String, String)>) {
     (PathBuf::from(moved(exec)), env)
 }
 
-struct Running(Child);
+pub struct Running(pub Child);
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -57,7 +57,7 @@ impl Drop for Running {
     }
 }
 
-fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         if let Some(v) = f() {
@@ -71,27 +71,22 @@ fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
 #[test]
 fn the_tarball_unpacks_runs_as_the_units_would_and_registers_an_agent() {
     let work = tempfile::tempdir().unwrap();
-    let said = run(Command::new(format!("{ROOT}/scripts/package"))
-        .args(["--out", &work.path().join("dist").display().to_string()]));
-    eprintln!("{said}");
-    let tarball = said
-        .lines()
-        .find_map(|l| l.strip_prefix("tarball: "))
-        .map(PathBuf::from)
-        .expect("scripts/package names the tarball");
+    // The x86_64 tarball of scripts/package's one run (static_tarballs.rs checks
+    // both tarballs' binaries and the SHA256SUMS over them).
+    let built = tarballs();
+    let tarball = built.tarball("x86_64");
+    let version = built.version.clone();
     let size = std::fs::metadata(&tarball).unwrap().len();
     eprintln!(
         "tarball size: {size} bytes ({:.1} MiB)",
         size as f64 / 1048576.0
     );
     assert!(size < 15 * 1024 * 1024, "{size} bytes");
-    let name = tarball.file_name().unwrap().to_string_lossy().into_owned();
-    let version = name
-        .strip_prefix("vrrp-monitor-")
-        .and_then(|n| n.strip_suffix("-linux-x86_64.tar.gz"))
-        .expect("vrrp-monitor-<version>-linux-x86_64.tar.gz")
-        .to_owned();
-    assert!(said.contains("needs glibc: 2."), "{said}");
+    assert!(
+        built.said.contains("x86_64/vrrp-agent: ") && built.said.contains("statically linked"),
+        "{}",
+        built.said
+    );
 
     // An empty tree, laid out as the install guide says.
     let tree = work.path().join("root");
