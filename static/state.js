@@ -29,9 +29,9 @@ export const activityVersion = signal(0); // bumps when the activity list change
 export const toasts = signal([]); // {id, level, count, message}
 export const now = signal(Date.now());
 export const schedulers = signal({}); // scheduler name -> Scheduler status (REST, then SCHEDULER_STATUS_UPDATE)
-export const silences = signal(null); // Silence[] as GET /api/v1/silences answers (views/silences.js), null until loaded
+export const silences = signal(null); // Silence[] as GET /api/v1/silences answers (silence.js), null until loaded
 // cluster key -> its 30-day availability figures, for the clusters list's order
-// (views/availability.js); null until loaded.
+// (history.js); null until loaded.
 export const availabilityByKey = signal(null);
 
 setInterval(() => { now.value = Date.now(); }, 15000);

@@ -75,6 +75,28 @@ export function Confirm({ open, title, text, action, onConfirm, onClose }) {
   </dialog>`;
 }
 
+// The page's title while a view is shown ("Clusters · vrrp-monitor").
+export function useTitle(title) {
+  useEffect(() => { document.title = `${title} · vrrp-monitor`; }, [title]);
+}
+
+// Loads what a view shows: `fetch()` once (and again when `deps` change or
+// `reload()` is called). {data: null until the first answer, error: the last
+// failure's text or '', reload}. A later answer of an older load is dropped.
+export function useLoad(fetch, deps = []) {
+  const [state, setState] = useState({ data: null, error: '' });
+  const seq = useRef(0);
+  const reload = () => {
+    const n = ++seq.current;
+    return Promise.resolve().then(fetch).then(
+      (data) => { if (n === seq.current) setState({ data, error: '' }); },
+      (e) => { if (n === seq.current) setState((s) => ({ data: s.data, error: e.message || String(e) })); },
+    );
+  };
+  useEffect(() => { reload(); return () => { seq.current++; }; }, deps);
+  return { data: state.data, error: state.error, reload, set: (data) => setState({ data, error: '' }) };
+}
+
 // Shows `items` a page at a time: long lists stay cheap to render.
 export function Paged({ items, size = 100, render, empty }) {
   const [limit, setLimit] = useState(size);

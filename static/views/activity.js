@@ -2,7 +2,8 @@
 // correlation id, opening into its events); filters (level, unseen, text,
 // incident) live in the URL. Texts are the server's (`message`, `detail`).
 import { useEffect, useState } from 'preact/hooks';
-import { html, Time, Level, Confirm } from '../ui.js';
+import { html, Confirm, useTitle } from '../ui.js';
+import { EventRow } from '../events.js';
 import * as S from '../state.js';
 import { get, post, del, query } from '../api.js';
 import { route, setParams } from '../router.js';
@@ -13,27 +14,6 @@ const PAGE = 100;
 function levelsFrom(min) {
   const i = LEVELS.indexOf(min);
   return LEVELS.slice(i < 0 ? 1 : i);
-}
-
-export function EventRow({ r, children, onSeen }) {
-  const seen = S.isSeen(r);
-  const host = r.clientId ? S.clientName(r.clientId) : null;
-  return html`<li class=${`event level-${r.level} ${seen ? 'seen' : 'unseen'}`} data-id=${r.id}>
-    <div class="event-main">
-      <${Level} level=${r.level} />
-      <span class="event-message">${r.message || r.kind}</span>
-      ${r.data?.silenced && html`<span class="badge silenced" title=${`Silenced: ${r.data.silenced.comment}`}>silenced</span>`}
-      ${!seen && onSeen && html`<button type="button" class="ghost small mark-seen" aria-label="Mark seen"
-        onClick=${() => onSeen([r.id])}>Mark seen</button>`}
-    </div>
-    <div class="event-meta muted">
-      <${Time} at=${r.occurredAt} />
-      ${host && html`${' · '}<a href=${`/clients/${encodeURIComponent(r.clientId)}`}>${host}</a>`}
-      ${' · '}<span class="kind">${r.kind}</span>
-      ${r.detail && html`${' · '}<span class="detail">${r.detail}</span>`}
-    </div>
-    ${children}
-  </li>`;
 }
 
 // One row per incident (its newest event first, the rest inside), other events as they are.
@@ -65,7 +45,7 @@ function Group({ g, onSeen }) {
 }
 
 export function Activity() {
-  useEffect(() => { document.title = 'Activity · vrrp-monitor'; }, []);
+  useTitle('Activity');
   const p = route.value.params;
   const level = p.get('level');
   const unseen = p.get('unseen') === '1';

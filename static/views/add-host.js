@@ -3,7 +3,7 @@
 // to register and connect. Outbound: the server dials the agent with its setup
 // PIN; every refusal of the spec's table is explained as the next step.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { html, exact } from '../ui.js';
+import { html, exact, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { post, put } from '../api.js';
 import { route, setParams } from '../router.js';
@@ -200,7 +200,7 @@ function Outbound() {
 }
 
 export function AddHost() {
-  useEffect(() => { document.title = 'Add a host · vrrp-monitor'; }, []);
+  useTitle('Add a host');
   const mode = route.value.params.get('mode') || '';
   return html`<section class="admin">
     <p><a href="/clients">← Clients</a></p>

@@ -2,7 +2,7 @@
 // address the server dials (outbound); reconnect (outbound); delete, saying what
 // goes with the client.
 import { useEffect, useState } from 'preact/hooks';
-import { html, Confirm, Time } from '../ui.js';
+import { html, Confirm, Time, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { post, put, del } from '../api.js';
 import { navigate } from '../router.js';
@@ -32,7 +32,7 @@ export function ClientEditor({ id }) {
   const { errors, fail, clear } = useErrors();
   const [status, setStatus] = useState('');
   const [confirm, setConfirm] = useState(false);
-  useEffect(() => { document.title = 'Edit client · vrrp-monitor'; }, []);
+  useTitle('Edit client');
   useEffect(() => {
     // Filled once from the client; later live updates do not overwrite typing.
     if (client && !values) {

@@ -1,12 +1,12 @@
 // Clients: the agents, searchable; a client's detail shows its keepalived (with
 // the reading dimmed and dated while the agent is offline) and asks for a fresh
 // reading on demand.
-import { useEffect, useState } from 'preact/hooks';
-import { html, Time, Dot } from '../ui.js';
+import { useState } from 'preact/hooks';
+import { html, Time, Dot, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { post } from '../api.js';
 import { route, setParams } from '../router.js';
-import { SilenceAction, SilencedBanner } from './silences.js';
+import { SilenceAction, SilencedBanner } from '../silence.js';
 import { FaultCause, TrackedItems } from '../tracking.js';
 
 const nameOf = (c) => c.displayName || c.hostname || c.id.slice(0, 8);
@@ -32,7 +32,7 @@ function ClientRow(c) {
 }
 
 export function Clients() {
-  useEffect(() => { document.title = 'Clients · vrrp-monitor'; }, []);
+  useTitle('Clients');
   const [limit, setLimit] = useState(100);
   const p = route.value.params;
   const q = p.get('q') || '';
@@ -79,7 +79,7 @@ export function ClientDetail({ id }) {
   const client = S.clientById.value.get(id);
   const reading = S.readingOf(id);
   const [refresh, setRefresh] = useState('');
-  useEffect(() => { document.title = `${client ? nameOf(client) : 'Client'} · vrrp-monitor`; }, [client && nameOf(client)]);
+  useTitle(client ? nameOf(client) : 'Client');
   if (!client) {
     return html`<section><h1>Client</h1><p class="empty">${S.connection.value === 'live' ? 'No such client.' : 'Loading…'}</p>
       <p><a href="/clients">All clients</a></p></section>`;

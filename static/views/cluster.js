@@ -3,14 +3,14 @@
 // cluster's stored events before it began) with the availability figures,
 // keepalived counters side by side, and the cluster's own activity.
 import { useEffect, useState } from 'preact/hooks';
-import { html, Health } from '../ui.js';
+import { html, Health, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, query } from '../api.js';
-import { byPriority, explain, hostOf, Members } from './clusters.js';
+import { byPriority, explain, hostOf, Members } from '../members.js';
 import { disagreeingBackups } from '../tracking.js';
-import { EventRow } from './activity.js';
-import { HistoryPanel } from './availability.js';
-import { SilenceAction, SilencedBanner } from './silences.js';
+import { EventRow } from '../events.js';
+import { HistoryPanel } from '../history.js';
+import { SilenceAction, SilencedBanner } from '../silence.js';
 
 // The cluster's stored events ({list, error}); a failed fetch is said, not
 // shown as "no events" (the last list stays, marked as not refreshed).
@@ -68,7 +68,7 @@ function Counters({ cluster }) {
 }
 
 export function ClusterDetail({ id }) {
-  useEffect(() => { document.title = `Cluster ${id} · vrrp-monitor`; }, [id]);
+  useTitle(`Cluster ${id}`);
   const cluster = S.clusters.value.find((c) => c.key === id);
   const { list: events, error } = useClusterEvents(id);
   if (!cluster) {

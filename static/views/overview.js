@@ -1,10 +1,9 @@
 // Overview: the fleet in numbers (each number opens the list it counts), the
 // clusters needing attention, and the open incidents with how long they last.
-import { useEffect } from 'preact/hooks';
 import { computed } from '@preact/signals';
-import { html, Health, Time, duration, HEALTH_TEXT } from '../ui.js';
+import { html, Health, Time, duration, HEALTH_TEXT, useTitle } from '../ui.js';
 import * as S from '../state.js';
-import { clusterHref, explain, hostOf } from './clusters.js';
+import { clusterHref, explain, hostOf } from '../members.js';
 
 const stats = computed(() => {
   const cs = S.clusters.value;
@@ -32,7 +31,7 @@ function Card({ href, label, value, tone, children }) {
 }
 
 export function Overview() {
-  useEffect(() => { document.title = 'Overview · vrrp-monitor'; }, []);
+  useTitle('Overview');
   const s = stats.value;
   const attention = S.clusters.value.filter((c) => c.health !== 'ok');
   const open = S.openIncidents.value;

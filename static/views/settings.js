@@ -1,8 +1,8 @@
 // Settings: retention and interval per cleanup scheduler with its status, live
 // from SCHEDULER_STATUS_UPDATE, and run-now buttons; the per-kind level overrides
 // as a table.
-import { useEffect, useState } from 'preact/hooks';
-import { html, Time } from '../ui.js';
+import { useState } from 'preact/hooks';
+import { html, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put } from '../api.js';
 import { Field, Input, FieldError, useErrors, When } from '../form.js';
@@ -138,17 +138,13 @@ function Overrides({ settings, onSaved }) {
 }
 
 export function Settings() {
-  const [settings, setSettings] = useState(null);
-  const [error, setError] = useState('');
-  async function load() {
-    try {
-      const [s, st] = await Promise.all([get('/api/v1/settings/cleanup'), get('/api/v1/settings/scheduler-status')]);
-      // Pushed updates that arrived meanwhile are newer than this answer.
-      S.schedulers.value = { ...(st?.schedulers || {}), ...S.schedulers.value };
-      setSettings(s || {});
-    } catch (e) { setError(e.message); }
-  }
-  useEffect(() => { document.title = 'Settings · vrrp-monitor'; load(); }, []);
+  useTitle('Settings');
+  const { data: settings, error, reload: load } = useLoad(async () => {
+    const [s, st] = await Promise.all([get('/api/v1/settings/cleanup'), get('/api/v1/settings/scheduler-status')]);
+    // Pushed updates that arrived meanwhile are newer than this answer.
+    S.schedulers.value = { ...(st?.schedulers || {}), ...S.schedulers.value };
+    return s || {};
+  });
   if (!settings) return html`<section><h1>Settings</h1>${error ? html`<p class="form-error">${error}</p>` : html`<p class="loading">Loading…</p>`}</section>`;
   return html`<section class="admin">
     <h1>Settings</h1>

@@ -1,7 +1,7 @@
 // Registration tokens: every token made (unused, used, expired) with the name and
 // address it gives its client; create one (shown once) and delete.
 import { useEffect, useState } from 'preact/hooks';
-import { html, Time, exact } from '../ui.js';
+import { html, Time, exact, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, del } from '../api.js';
 import { Field, Input, FieldError, useErrors, When } from '../form.js';
@@ -12,15 +12,12 @@ function stateOf(t, nowMs) {
 }
 
 export function Tokens() {
-  const [list, setList] = useState(null);
   const [values, setValues] = useState({ displayName: '', inboundAllowedIp: '' });
   const { errors, fail, clear } = useErrors();
   const [issued, setIssued] = useState(null);
   const [status, setStatus] = useState('');
-  async function load() {
-    try { setList(await get('/api/v1/tokens')); } catch (e) { setStatus(e.message); }
-  }
-  useEffect(() => { document.title = 'Registration tokens · vrrp-monitor'; load(); }, []);
+  useTitle('Registration tokens');
+  const { data: list, error, reload: load } = useLoad(() => get('/api/v1/tokens'));
   // A registration uses a token: CLIENTS_UPDATE follows it, so reload then.
   useEffect(() => { if (list) load(); }, [S.clients.value.length]);
 
@@ -55,7 +52,7 @@ export function Tokens() {
       <${FieldError} error=${errors['']} />
     </form>
     ${issued && html`<p class="callout ok" role="status" id="token-issued">New token (shown only now): <code id="new-token">${issued.token}</code>, valid until ${exact(issued.expiresAt)}.</p>`}
-    ${status && html`<p role="status">${status}</p>`}
+    ${(status || error) && html`<p role="status">${status || error}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !rows.length ? html`<p class="empty">No registration tokens.</p>` : html`
     <div class="table-wrap"><table id="token-list">
       <thead><tr><th scope="col">State</th><th scope="col">Names the client</th><th scope="col">Allowed address</th>

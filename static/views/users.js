@@ -2,8 +2,8 @@
 // the login methods, delete, with the API's guards explained (not yourself, not
 // the last user). Changing your own password keeps you logged in: the answer
 // carries a fresh cookie and the dashboard socket reconnects after its 4002.
-import { useEffect, useState } from 'preact/hooks';
-import { html, Confirm, Time } from '../ui.js';
+import { useState } from 'preact/hooks';
+import { html, Confirm, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put, del } from '../api.js';
 import { Field, Input, FieldError, useErrors } from '../form.js';
@@ -89,14 +89,11 @@ function EditUser({ user, self, onDone, onClose }) {
 }
 
 export function Users() {
-  const [list, setList] = useState(null);
+  useTitle('Users');
+  const { data: list, error, reload: load } = useLoad(() => get('/api/v1/users'));
   const [editing, setEditing] = useState(null);
   const [removing, setRemoving] = useState(null);
   const [status, setStatus] = useState('');
-  async function load() {
-    try { setList(await get('/api/v1/users')); } catch (e) { setStatus(e.message); }
-  }
-  useEffect(() => { document.title = 'Users · vrrp-monitor'; load(); }, []);
   const me = S.session.value?.id;
   const only = list && list.length === 1;
   async function remove() {
@@ -112,7 +109,7 @@ export function Users() {
   return html`<section class="admin">
     <h1>Users</h1>
     <${CreateUser} onDone=${load} />
-    ${status && html`<p role="status" id="users-status">${status}</p>`}
+    ${(status || error) && html`<p role="status" id="users-status">${status || error}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : html`<div class="table-wrap"><table id="user-list">
       <thead><tr><th scope="col">Username</th><th scope="col">Logs in with</th><th scope="col">Created</th>
         <th scope="col">Changed</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>

@@ -1,7 +1,7 @@
 // Webhooks: the list with an enabled switch and the last delivery's outcome.
 // The switch sends the whole configuration back (PUT replaces it).
-import { useEffect, useState } from 'preact/hooks';
-import { html, Time } from '../ui.js';
+import { useState } from 'preact/hooks';
+import { html, Time, useLoad, useTitle } from '../ui.js';
 import { get, put } from '../api.js';
 
 // The fields PUT takes, from a listed webhook.
@@ -11,12 +11,9 @@ export function configOf(w) {
 }
 
 export function Webhooks() {
-  const [list, setList] = useState(null);
+  useTitle('Webhooks');
+  const { data: list, error, reload: load } = useLoad(() => get('/api/v1/webhooks'));
   const [status, setStatus] = useState('');
-  async function load() {
-    try { setList(await get('/api/v1/webhooks')); } catch (e) { setStatus(e.message); }
-  }
-  useEffect(() => { document.title = 'Webhooks · vrrp-monitor'; load(); }, []);
   async function toggle(w) {
     setStatus('');
     try {
@@ -28,7 +25,7 @@ export function Webhooks() {
     <h1>Webhooks <a class="button primary" href="/webhooks/new" id="new-webhook">New webhook</a></h1>
     <p class="muted">Each stored event at or above a webhook's level, of its kinds, is sent to it. Templates:${' '}
       <a href="/docs/webhook-templates" target="_blank" rel="noopener">the template language</a>.</p>
-    ${status && html`<p class="form-error" role="alert">${status}</p>`}
+    ${(status || error) && html`<p class="form-error" role="alert">${status || error}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !list.length
       ? html`<p class="empty">No webhooks yet. <a href="/webhooks/new">Create one</a> from a ready-made template (Slack, Teams, PagerDuty…).</p>`
       : html`<div class="table-wrap"><table id="webhook-list">

@@ -6,10 +6,10 @@
 // the same window. Also the figures of every cluster for the clusters list's
 // "sort by availability".
 import { useEffect, useState } from 'preact/hooks';
-import { html } from '../ui.js';
-import { get, query } from '../api.js';
-import { MasterTimeline, fromClusterEvents } from '../timeline.js';
-import * as S from '../state.js';
+import { html } from './ui.js';
+import { get, query } from './api.js';
+import { MasterTimeline, fromClusterEvents } from './timeline.js';
+import * as S from './state.js';
 
 const HOUR = 3600 * 1000;
 export const RANGES = [['24h', 24 * HOUR], ['7d', 7 * 24 * HOUR], ['30d', 30 * 24 * HOUR]];
