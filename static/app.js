@@ -137,12 +137,6 @@ function Toasts() {
   </div>`;
 }
 
-const NAV = [
-  ['/', 'Overview'], ['/clusters', 'Clusters'], ['/clients', 'Clients'], ['/activity', 'Activity'],
-  ['/webhooks', 'Webhooks'], ['/settings', 'Settings'], ['/users', 'Users'],
-  ['/silences', 'Silences'],
-];
-
 function Shell({ children }) {
   const path = route.value.path;
   const here = (p) => (p === '/' ? path === '/' : path.startsWith(p));
@@ -164,22 +158,36 @@ function Shell({ children }) {
     <main id="main">${children}</main>`;
 }
 
+// Every page: its path (a string, or a pattern whose groups are the view's `id`),
+// its view, and its label when it is in the navigation (in this order). The
+// first match wins.
+const ROUTES = [
+  { path: '/', nav: 'Overview', view: Overview },
+  { path: '/clusters', nav: 'Clusters', view: Clusters },
+  { path: /^\/clusters\/(.+)$/, view: ClusterDetail },
+  { path: '/clients', nav: 'Clients', view: Clients },
+  { path: '/clients/add', view: AddHost },
+  { path: /^\/clients\/([^/]+)\/edit$/, view: ClientEditor },
+  { path: /^\/clients\/(.+)$/, view: ClientDetail },
+  { path: '/tokens', view: Tokens },
+  { path: '/activity', nav: 'Activity', view: Activity },
+  { path: '/webhooks', nav: 'Webhooks', view: Webhooks },
+  { path: /^\/webhooks\/(.+)$/, view: WebhookEditor },
+  { path: '/settings', nav: 'Settings', view: Settings },
+  { path: '/users', nav: 'Users', view: Users },
+  { path: '/silences', nav: 'Silences', view: Silences },
+];
+const NAV = ROUTES.filter((r) => r.nav).map((r) => [r.path, r.nav]);
+
 function pickView(path) {
-  if (path === '/') return html`<${Overview} />`;
-  if (path === '/clusters') return html`<${Clusters} />`;
-  if (path.startsWith('/clusters/')) return html`<${ClusterDetail} id=${decodeURIComponent(path.slice(10))} />`;
-  if (path === '/clients') return html`<${Clients} />`;
-  if (path === '/clients/add') return html`<${AddHost} />`;
-  const edit = /^\/clients\/([^/]+)\/edit$/.exec(path);
-  if (edit) return html`<${ClientEditor} id=${decodeURIComponent(edit[1])} />`;
-  if (path === '/tokens') return html`<${Tokens} />`;
-  if (path === '/webhooks') return html`<${Webhooks} />`;
-  if (path.startsWith('/webhooks/')) return html`<${WebhookEditor} id=${decodeURIComponent(path.slice(10))} />`;
-  if (path === '/settings') return html`<${Settings} />`;
-  if (path === '/users') return html`<${Users} />`;
-  if (path.startsWith('/clients/')) return html`<${ClientDetail} id=${decodeURIComponent(path.slice(9))} />`;
-  if (path === '/activity') return html`<${Activity} />`;
-  if (path === '/silences') return html`<${Silences} />`;
+  for (const r of ROUTES) {
+    if (typeof r.path === 'string') {
+      if (r.path === path) return html`<${r.view} />`;
+      continue;
+    }
+    const m = r.path.exec(path);
+    if (m) return html`<${r.view} id=${decodeURIComponent(m[1])} />`;
+  }
   return html`<section><h1>Not found</h1><p>There is no page at this address. <a href="/">Overview</a></p></section>`;
 }
 
