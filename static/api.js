@@ -56,5 +56,5 @@ export function query(params) {
 
 export function goLogin() {
   const here = currentPath();
-  if (!here.startsWith('/login')) navigate(`/login${query({ next: here })}`, true);
+  if (!here.startsWith('/login')) navigate(`/login${query({ next: here })}`, true, true);
 }

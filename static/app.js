@@ -3,9 +3,9 @@
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
-import { html } from './ui.js';
+import { html, Confirm } from './ui.js';
 import * as S from './state.js';
-import { route, navigate } from './router.js';
+import { route, navigate, pendingLeave, confirmLeave, stayHere } from './router.js';
 import { get, post, setUnauthorizedHandler, goLogin } from './api.js';
 import * as live from './live.js';
 import { Login } from './views/login.js';
@@ -92,7 +92,7 @@ addEventListener('vrrp:session-renewed', async () => {
 async function logout() {
   try { await post('/api/auth/logout'); } catch { /* cookies are cleared anyway on the next 401 */ }
   endSession();
-  navigate('/login', true);
+  navigate('/login', true, true);
 }
 
 // --- theme: follows the system unless switched ---
@@ -137,15 +137,22 @@ function Toasts() {
   </div>`;
 }
 
+// At phone width the navigation opens from a menu button (the header stays one row).
+const menuOpen = signal(false);
+
 function Shell({ children }) {
   const path = route.value.path;
   const here = (p) => (p === '/' ? path === '/' : path.startsWith(p));
+  const unseen = S.unseenAlerts.value;
+  useEffect(() => { menuOpen.value = false; }, [path]);
   return html`<header class="top">
       <a class="brand" href="/">vrrp-monitor</a>
-      <nav aria-label="Main">
+      <button type="button" class="ghost menu-button" id="menu-button" aria-expanded=${menuOpen.value} aria-controls="main-nav"
+        onClick=${() => { menuOpen.value = !menuOpen.value; }}>☰ Menu${unseen > 0 ? html` <span class="count">${unseen > 999 ? '999+' : unseen}</span>` : ''}</button>
+      <nav aria-label="Main" id="main-nav" class=${menuOpen.value ? 'open' : ''}>
         ${NAV.map(([p, label]) => html`<a href=${p} aria-current=${here(p) ? 'page' : undefined}>
-          ${label}${p === '/activity' && S.unseenAlerts.value > 0
-            ? html` <span class="count" aria-label=${`${S.unseenAlerts.value} unseen warnings and errors`}>${S.unseenAlerts.value > 999 ? '999+' : S.unseenAlerts.value}</span>` : ''}
+          ${label}${p === '/activity' && unseen > 0
+            ? html` <span class="count" aria-label=${`${unseen} unseen warnings and errors`}>${unseen > 999 ? '999+' : unseen}</span>` : ''}
         </a>`)}
       </nav>
       <div class="tools">
@@ -155,7 +162,10 @@ function Shell({ children }) {
         <button type="button" class="ghost" id="logout" onClick=${logout}>Log out</button>
       </div>
     </header>
-    <main id="main">${children}</main>`;
+    <main id="main">${children}</main>
+    <${Confirm} id="leave-dialog" open=${!!pendingLeave.value} title="Leave without saving?"
+      text="What you typed in this form is not saved; leaving throws it away." action="Leave" cancel="Stay"
+      onConfirm=${confirmLeave} onClose=${stayHere} />`;
 }
 
 // Every page: its path (a string, or a pattern whose groups are the view's `id`),

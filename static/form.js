@@ -1,8 +1,40 @@
 // Form pieces the administration views share. The API is the one judge of a
 // form: its 400 text (`<field>: <message>`, or one of its known sentences) is
 // shown beside the field it names, and a refused form keeps what was typed.
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { html, ago, exact } from './ui.js';
+import { addLeaveGuard } from './router.js';
+
+// Every editor's guard: while `dirty` (typed but not saved), leaving the page
+// inside the app asks first (the shell's "Leave without saving?"), and closing
+// or reloading the tab asks the browser's way.
+export function useDirtyGuard(dirty) {
+  const now = useRef(dirty);
+  now.current = dirty;
+  useEffect(() => {
+    const remove = addLeaveGuard(() => now.current);
+    const unload = (e) => { if (now.current) { e.preventDefault(); e.returnValue = ''; } };
+    addEventListener('beforeunload', unload);
+    return () => { remove(); removeEventListener('beforeunload', unload); };
+  }, []);
+}
+
+// Esc in an editor (not in an open dialog, which handles its own): `onEscape`.
+export function useEscape(onEscape) {
+  const f = useRef(onEscape);
+  f.current = onEscape;
+  useEffect(() => {
+    const onKey = (e) => {
+      if (e.key !== 'Escape' || e.defaultPrevented || document.querySelector('dialog[open]')) return;
+      f.current();
+    };
+    addEventListener('keydown', onKey);
+    return () => removeEventListener('keydown', onKey);
+  }, []);
+}
+
+// Whether `values` differ from `initial` (both plain data).
+export const differs = (values, initial) => JSON.stringify(values) !== JSON.stringify(initial);
 
 // The field an API error names: the path before the first ": " (its head up to
 // a `.` or `[`), or the field a known sentence of the API is about.

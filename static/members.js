@@ -1,6 +1,7 @@
 // How a cluster and its members are shown wherever they appear (overview,
 // clusters list, cluster page): links, the one-line explanation, member rows.
-import { html, Dot } from './ui.js';
+import { html, Dot, Time } from './ui.js';
+import { Table } from './table.js';
 import * as S from './state.js';
 import { FaultCause, DisagreeMark, disagreeingBackups } from './tracking.js';
 
@@ -64,27 +65,39 @@ export function explain(c) {
   }
 }
 
-// One member: host, instance, state, priorities; below, why it is in FAULT
-// and, for a backup hearing another master (`heard`), a mark.
-export function MemberRow({ m, heard, master }) {
-  const i = m.instance;
-  const note = (i.state === 'FAULT' && i.faultReason) || heard;
-  const dim = !m.online || !m.reporting;
-  const why = !m.online ? 'agent offline, last state' : !m.reporting ? 'keepalived not reporting, last state' : '';
-  return html`<li class=${`member ${dim ? 'dim' : ''}`}>
-    <${Dot} online=${m.online} />
-    <a href=${`/clients/${encodeURIComponent(m.clientId)}`}>${hostOf(m)}</a>
-    <span class="muted inst">${i.name}</span>
-    <span class=${`state state-${i.state}`} title=${why || undefined}>${why && html`<span class="sr">${why} </span>`}${i.state}</span>
-    <span class="prio" title="priority / effective priority">${i.priority ?? '–'}${i.effectivePriority != null && i.effectivePriority !== i.priority ? ` / ${i.effectivePriority}` : ''}</span>
-    ${note && html`<span class="member-note"><${FaultCause} instance=${i} />${heard && html`<${DisagreeMark} heard=${heard} master=${master} />`}</span>`}
-  </li>`;
-}
+const prioText = (i) => `${i.priority ?? '–'}${i.effectivePriority != null && i.effectivePriority !== i.priority ? ` / ${i.effectivePriority}` : ''}`;
+const prioOf = (m) => m.instance.effectivePriority ?? m.instance.priority;
 
-// The members by priority, each with its mark when it hears another master.
+// The members as a table (headers name state and priority), by priority; below
+// a FAULT member's state why it is in FAULT and, for a backup hearing another
+// master, a mark. `wide` (the cluster page) adds interface, advert interval,
+// sync group and the last transition.
 export function Members({ cluster, wide }) {
   const heard = disagreeingBackups(cluster);
-  const master = cluster.members.find((m) => m.online && m.reporting && m.instance.state === 'MASTER');
-  return html`<ul class=${`members${wide ? ' wide' : ''}`}>${byPriority(cluster.members).map((m) => html`<${MemberRow}
-    m=${m} heard=${heard.get(m)} master=${master && hostOf(master)} key=${m.clientId + m.instance.name} />`)}</ul>`;
+  const masterM = cluster.members.find((m) => m.online && m.reporting && m.instance.state === 'MASTER');
+  const master = masterM && hostOf(masterM);
+  const columns = [
+    { key: 'host', label: 'Host', sort: hostOf, render: (m) => html`<${Dot} online=${m.online} />${' '}<a href=${`/clients/${encodeURIComponent(m.clientId)}`}>${hostOf(m)}</a>` },
+    { key: 'instance', label: 'Instance', sort: (m) => m.instance.name, className: 'muted', render: (m) => m.instance.name },
+    { key: 'state', label: 'State', sort: (m) => m.instance.state, render: (m) => {
+      const i = m.instance;
+      const why = !m.online ? 'agent offline, last state' : !m.reporting ? 'keepalived not reporting, last state' : '';
+      const h = heard.get(m);
+      const note = (i.state === 'FAULT' && i.faultReason) || h;
+      return html`<span class=${`state state-${i.state}`} title=${why || undefined}>${why && html`<span class="sr">${why} </span>`}${i.state}</span>
+        ${note && html`<span class="member-note"><${FaultCause} instance=${i} />${h && html`<${DisagreeMark} heard=${h} master=${master} />`}</span>`}`;
+    } },
+    { key: 'priority', label: 'Priority', sort: (m) => -(prioOf(m) ?? -1), className: 'num', render: (m) => html`<span title="configured / effective priority">${prioText(m.instance)}</span>` },
+  ];
+  if (wide) {
+    columns.push(
+      { key: 'interface', label: 'Interface', sort: (m) => m.instance.interface, render: (m) => m.instance.interface || '–' },
+      { key: 'advert', label: 'Advert interval', sort: (m) => m.instance.advertInterval, render: (m) => (m.instance.advertInterval != null ? `${m.instance.advertInterval} s` : '–') },
+      { key: 'sync', label: 'Sync group', sort: (m) => m.instance.syncGroup, render: (m) => m.instance.syncGroup || '–' },
+      { key: 'transition', label: 'Last transition', sort: (m) => m.instance.lastTransition && -Date.parse(m.instance.lastTransition),
+        render: (m) => (m.instance.lastTransition ? html`<${Time} at=${m.instance.lastTransition} />` : '–') },
+    );
+  }
+  return html`<${Table} className=${`members${wide ? ' wide' : ''}`} columns=${columns} rows=${byPriority(cluster.members)}
+    rowKey=${(m) => m.clientId + m.instance.name} rowClass=${(m) => (!m.online || !m.reporting ? 'member dim' : 'member')} />`;
 }

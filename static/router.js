@@ -12,8 +12,20 @@ export function currentPath() {
   return location.pathname + location.search;
 }
 
-export function navigate(to, replace = false) {
+// Forms with unsaved typing (form.js useDirtyGuard): while any says dirty,
+// leaving asks first (`pendingLeave` holds where to; the shell shows the dialog).
+const leaveGuards = new Set();
+export function addLeaveGuard(isDirty) {
+  leaveGuards.add(isDirty);
+  return () => leaveGuards.delete(isDirty);
+}
+const dirty = () => [...leaveGuards].some((f) => f());
+export const pendingLeave = signal(null); // {to, replace} or null
+
+// `force`: leave even with unsaved typing (after a save, at logout).
+export function navigate(to, replace = false, force = false) {
   if (to === currentPath()) return;
+  if (!force && dirty()) { pendingLeave.value = { to, replace }; return; }
   if (replace) history.replaceState(null, '', to);
   else history.pushState(null, '', to);
   route.value = readLocation();
@@ -32,7 +44,25 @@ export function setParams(changes) {
   route.value = readLocation();
 }
 
-addEventListener('popstate', () => { route.value = readLocation(); });
+export function confirmLeave() {
+  const p = pendingLeave.value;
+  pendingLeave.value = null;
+  if (p) navigate(p.to, p.replace, true);
+}
+export function stayHere() { pendingLeave.value = null; }
+
+addEventListener('popstate', () => {
+  if (dirty()) {
+    // Back or forward away from unsaved typing: stay, and ask.
+    const to = location.pathname + location.search;
+    const here = route.value;
+    const q = here.params.toString();
+    history.pushState(null, '', here.path + (q ? `?${q}` : ''));
+    pendingLeave.value = { to, replace: false };
+    return;
+  }
+  route.value = readLocation();
+});
 
 // Same-origin links navigate inside the app.
 addEventListener('click', (e) => {

@@ -56,21 +56,34 @@ export function Dot({ online }) {
   return html`<span class=${online ? 'dot on' : 'dot off'} role="img" aria-label=${online ? 'online' : 'offline'}></span>`;
 }
 
-// A modal confirmation. The native <dialog> closes on Esc.
-export function Confirm({ open, title, text, action, onConfirm, onClose }) {
+// The one confirmation dialog: asks before anything destroys or throws work
+// away. Cancel (or Esc, the native <dialog>'s) keeps everything. `onConfirm`
+// may return a promise: while it runs the buttons wait; if it fails, its error
+// is shown inside the dialog, which stays open; the caller closes it on success.
+let dialogSeq = 0;
+export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfirm, onClose, id }) {
   const ref = useRef(null);
+  const [titleId] = useState(() => `dialog-title-${++dialogSeq}`);
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
-    if (open && !d.open) d.showModal();
+    if (open && !d.open) { setError(''); d.showModal(); }
     if (!open && d.open) d.close();
   }, [open]);
-  return html`<dialog ref=${ref} class="dialog" onClose=${onClose} aria-labelledby="dialog-title">
-    <h2 id="dialog-title">${title}</h2>
+  const run = async () => {
+    setBusy(true);
+    setError('');
+    try { await onConfirm(); } catch (e) { setError(e.message || String(e)); } finally { setBusy(false); }
+  };
+  return html`<dialog ref=${ref} id=${id} class="dialog" onClose=${() => { if (open) onClose(); }} aria-labelledby=${titleId}>
+    <h2 id=${titleId}>${title}</h2>
     <p>${text}</p>
+    ${error && html`<p class="form-error" role="alert" data-error-for="dialog">${error}</p>`}
     <div class="row end">
-      <button type="button" onClick=${onClose}>Cancel</button>
-      <button type="button" class="danger" onClick=${onConfirm}>${action}</button>
+      <button type="button" class="cancel" disabled=${busy} onClick=${onClose}>${cancel}</button>
+      <button type="button" class="danger confirm" disabled=${busy} onClick=${run}>${action}</button>
     </div>
   </dialog>`;
 }

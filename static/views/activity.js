@@ -109,8 +109,8 @@ export function Activity() {
   }
 
   async function deleteAll() {
+    await del('/api/v1/activity');
     setConfirm(false);
-    try { await del('/api/v1/activity'); } catch (e) { setError(e.message); }
   }
 
   const shown = records || [];

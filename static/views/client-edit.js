@@ -6,7 +6,7 @@ import { html, Confirm, Time, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { post, put, del } from '../api.js';
 import { navigate } from '../router.js';
-import { Field, Input, FieldError, useErrors } from '../form.js';
+import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs } from '../form.js';
 
 function ipv4(text) {
   const parts = text.split('.');
@@ -32,14 +32,19 @@ export function ClientEditor({ id }) {
   const { errors, fail, clear } = useErrors();
   const [status, setStatus] = useState('');
   const [confirm, setConfirm] = useState(false);
+  const [base, setBase] = useState(null);
   useTitle('Edit client');
+  useDirtyGuard(!!values && !!base && differs(values, base));
+  useEscape(() => navigate(`/clients/${encodeURIComponent(id)}`));
   useEffect(() => {
     // Filled once from the client; later live updates do not overwrite typing.
     if (client && !values) {
-      setValues({
+      const v = {
         displayName: client.displayName || '', site: client.site || '',
         inboundAllowedIp: client.inboundAllowedIp || '', outboundTargetAddress: client.outboundTargetAddress || '',
-      });
+      };
+      setValues(v);
+      setBase(v);
     }
   }, [client, values]);
   if (!client || !values) {
@@ -61,6 +66,7 @@ export function ClientEditor({ id }) {
     else body.inboundAllowedIp = values.inboundAllowedIp.trim() ? values.inboundAllowedIp : null;
     try {
       await put(`/api/v1/clients/${encodeURIComponent(id)}`, body);
+      setBase(values);
       setStatus('Saved.');
     } catch (err) { fail(err, fields); }
   }
@@ -72,11 +78,9 @@ export function ClientEditor({ id }) {
     } catch (err) { setStatus(err.message); }
   }
   async function remove() {
+    await del(`/api/v1/clients/${encodeURIComponent(id)}`);
     setConfirm(false);
-    try {
-      await del(`/api/v1/clients/${encodeURIComponent(id)}`);
-      navigate('/clients');
-    } catch (err) { setStatus(err.message); }
+    navigate('/clients', false, true);
   }
 
   return html`<section class="admin">

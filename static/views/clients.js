@@ -8,6 +8,7 @@ import { post } from '../api.js';
 import { route, setParams } from '../router.js';
 import { SilenceAction, SilencedBanner } from '../silence.js';
 import { FaultCause, TrackedItems } from '../tracking.js';
+import { Table } from '../table.js';
 
 const nameOf = (c) => c.displayName || c.hostname || c.id.slice(0, 8);
 
@@ -18,18 +19,52 @@ function matches(c, q) {
   return q.toLowerCase().split(/\s+/).filter(Boolean).every((w) => hay.includes(w));
 }
 
-function ClientRow(c) {
-  return html`<tr key=${c.id} class=${c.status === 'online' ? '' : 'dim'}>
-    <td><${Dot} online=${c.status === 'online'} /> <a href=${`/clients/${encodeURIComponent(c.id)}`}>${nameOf(c)}</a>
-      ${c.displayName && c.hostname && c.displayName !== c.hostname ? html` <span class="muted">${c.hostname}</span>` : ''}</td>
-    <td>${c.status}</td>
-    <td>${c.connectionMode}</td>
-    <td>${c.version || '–'}</td>
-    <td><${Time} at=${c.lastSeen} /></td>
-    <td>${c.capabilities ? c.capabilities.join(', ') || 'none' : '–'}</td>
-    <td>${c.site || '–'}</td>
-  </tr>`;
+// What a host's keepalived is doing, in words: {tone, text}; "running ·
+// 2 instances · 1 MASTER", "stopped", "unreadable", or no reading yet.
+export function keepalivedSummary(reading) {
+  if (!reading) return { tone: 'muted', word: 'no reading', text: 'no reading yet' };
+  if (!reading.running) return { tone: 'warn', word: 'stopped', text: 'stopped' };
+  if (reading.error) return { tone: 'bad', word: 'unreadable', text: 'unreadable' };
+  const list = reading.instances || [];
+  const masters = list.filter((i) => i.state === 'MASTER').length;
+  const faults = list.filter((i) => i.state === 'FAULT').length;
+  const parts = [`${list.length} ${list.length === 1 ? 'instance' : 'instances'}`];
+  if (masters) parts.push(`${masters} MASTER`);
+  if (faults) parts.push(`${faults} FAULT`);
+  return { tone: faults ? 'bad' : 'ok', word: 'running', text: parts.join(' · ') };
 }
+
+function Keepalived({ id }) {
+  const k = keepalivedSummary(S.readingOf(id));
+  return html`<span class="keepalived"><span class=${`badge ${k.tone}`}>${k.word}</span>${k.word === 'running' ? ` ${k.text}` : ''}</span>`;
+}
+
+// Refresh (ask for a reading) or reconnect (outbound) from the list.
+function RowActions({ c }) {
+  const [note, setNote] = useState('');
+  const act = (what, path) => post(`/api/v1/clients/${encodeURIComponent(c.id)}/${path}`)
+    .then(() => setNote(what === 'refresh' ? 'Reading requested.' : 'Reconnecting…'))
+    .catch((e) => setNote(e.status === 409 ? 'Agent offline.' : e.message));
+  return html`<div class="row nowrap">
+    <button type="button" class="small" data-action="refresh" disabled=${c.status !== 'online'}
+      onClick=${() => act('refresh', 'keepalived/refresh')}>Refresh</button>
+    ${c.connectionMode === 'outbound' && html`<button type="button" class="small" data-action="reconnect"
+      onClick=${() => act('reconnect', 'reconnect')}>Reconnect</button>`}
+    ${note && html`<span class="muted" role="status">${note}</span>`}
+  </div>`;
+}
+
+const CLIENT_COLUMNS = [
+  { key: 'name', label: 'Name', sort: (c) => nameOf(c).toLowerCase(), render: (c) => html`<${Dot} online=${c.status === 'online'} /> <a href=${`/clients/${encodeURIComponent(c.id)}`}>${nameOf(c)}</a>
+      ${c.displayName && c.hostname && c.displayName !== c.hostname ? html` <span class="muted">${c.hostname}</span>` : ''}` },
+  { key: 'status', label: 'Agent', sort: (c) => c.status, render: (c) => c.status },
+  { key: 'keepalived', label: 'keepalived', sort: (c) => keepalivedSummary(S.readingOf(c.id)).word, render: (c) => html`<${Keepalived} id=${c.id} />` },
+  { key: 'mode', label: 'Mode', sort: (c) => c.connectionMode, render: (c) => c.connectionMode },
+  { key: 'version', label: 'Version', sort: (c) => c.version, render: (c) => c.version || '–' },
+  { key: 'seen', label: 'Last seen', sort: (c) => c.lastSeen && -Date.parse(c.lastSeen), render: (c) => html`<${Time} at=${c.lastSeen} />` },
+  { key: 'site', label: 'Site', sort: (c) => c.site, render: (c) => c.site || '–' },
+  { key: 'actions', label: 'Actions', render: (c) => html`<${RowActions} c=${c} />` },
+];
 
 export function Clients() {
   useTitle('Clients');
@@ -49,30 +84,37 @@ export function Clients() {
       </select>
       <span class="muted">${list.length} of ${S.clients.value.length}</span>
     </div>
-    <div class="table-wrap"><table class="clients">
-      <thead><tr><th scope="col">Name</th><th scope="col">Status</th><th scope="col">Mode</th><th scope="col">Version</th>
-        <th scope="col">Last seen</th><th scope="col">Capabilities</th><th scope="col">Site</th></tr></thead>
-      <tbody>${list.slice(0, limit).map(ClientRow)}</tbody>
-    </table></div>
+    <${Table} id="client-list" className="clients" columns=${CLIENT_COLUMNS} rows=${list.slice(0, limit)} rowKey=${(c) => c.id}
+      rowClass=${(c) => (c.status === 'online' ? '' : 'dim')} />
     ${!list.length && html`<p class="empty">${S.clients.value.length ? 'No client matches.' : 'No clients registered.'}</p>`}
     ${list.length > limit && html`<div class="more"><button type="button" onClick=${() => setLimit(limit + 100)}>
       Show 100 more (${list.length - limit} not shown)</button></div>`}
   </section>`;
 }
 
-function Instances({ instances, dim }) {
+// The cluster an instance of this client belongs to, if any.
+function clusterOf(clientId, name) {
+  return S.clusters.value.find((c) => c.members.some((m) => m.clientId === clientId && m.instance.name === name));
+}
+
+function Instances({ clientId, instances, dim }) {
   if (!instances || !instances.length) return html`<p class="empty">No VRRP instances.</p>`;
-  return html`<div class="table-wrap"><table class=${dim ? 'dim' : ''}>
-    <thead><tr><th scope="col">Instance</th><th scope="col">State</th><th scope="col">VRID</th><th scope="col">Interface</th>
-      <th scope="col">Priority</th><th scope="col">Addresses</th><th scope="col">Sync group</th><th scope="col">Since</th></tr></thead>
-    <tbody>${instances.map((i) => html`<tr key=${i.name}>
-      <td>${i.name}</td><td class="state-cell"><span class=${`state state-${i.state}`}>${i.state}</span> <${FaultCause} instance=${i} /></td><td>${i.vrid ?? '–'}</td>
-      <td>${i.interface || '–'}</td>
-      <td>${i.priority ?? '–'}${i.effectivePriority != null && i.effectivePriority !== i.priority ? ` / ${i.effectivePriority}` : ''}</td>
-      <td>${(i.vips || []).join(', ') || '–'}</td><td>${i.syncGroup || '–'}</td>
-      <td>${i.lastTransition ? html`<${Time} at=${i.lastTransition} />` : '–'}</td>
-    </tr>`)}</tbody>
-  </table></div>`;
+  const columns = [
+    { key: 'name', label: 'Instance', sort: (i) => i.name, render: (i) => {
+      const c = clusterOf(clientId, i.name);
+      return c ? html`<a href=${`/clusters/${encodeURIComponent(c.key)}`} title="Open its cluster">${i.name}</a>` : i.name;
+    } },
+    { key: 'state', label: 'State', sort: (i) => i.state, render: (i) => html`<span class=${`state state-${i.state}`}>${i.state}</span> <${FaultCause} instance=${i} />` },
+    { key: 'vrid', label: 'VRID', sort: (i) => i.vrid, render: (i) => i.vrid ?? '–' },
+    { key: 'interface', label: 'Interface', sort: (i) => i.interface, render: (i) => i.interface || '–' },
+    { key: 'priority', label: 'Priority', sort: (i) => -(i.effectivePriority ?? i.priority ?? -1),
+      render: (i) => `${i.priority ?? '–'}${i.effectivePriority != null && i.effectivePriority !== i.priority ? ` / ${i.effectivePriority}` : ''}` },
+    { key: 'vips', label: 'Addresses', render: (i) => (i.vips || []).join(', ') || '–' },
+    { key: 'sync', label: 'Sync group', sort: (i) => i.syncGroup, render: (i) => i.syncGroup || '–' },
+    { key: 'since', label: 'Since', sort: (i) => i.lastTransition && -Date.parse(i.lastTransition),
+      render: (i) => (i.lastTransition ? html`<${Time} at=${i.lastTransition} />` : '–') },
+  ];
+  return html`<${Table} id="instance-list" className=${`instances${dim ? ' dim' : ''}`} columns=${columns} rows=${instances} rowKey=${(i) => i.name} />`;
 }
 
 export function ClientDetail({ id }) {
@@ -127,7 +169,7 @@ export function ClientDetail({ id }) {
       ${reading && html`<span class="muted">Received <${Time} at=${reading.receivedAt} /></span>`}
     </div>
     <h2>Instances${lastKnown ? ' (last known)' : ''}</h2>
-    <${Instances} instances=${instances} dim=${offline || lastKnown} />
+    <${Instances} clientId=${client.id} instances=${instances} dim=${offline || lastKnown} />
     ${instances?.some((i) => Array.isArray(i.tracked) && i.tracked.length) && html`<h2>What keepalived tracks</h2>
       <div class=${offline || lastKnown ? 'dim' : ''}>${instances.map((i) => html`<section class="tracked-of" key=${i.name}>
         <h3>${i.name}${i.trackerFaults != null ? html` <span class="muted">${i.trackerFaults} tracker ${i.trackerFaults === 1 ? 'fault' : 'faults'}</span>` : ''}</h3>

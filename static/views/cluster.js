@@ -11,6 +11,7 @@ import { disagreeingBackups } from '../tracking.js';
 import { EventRow } from '../events.js';
 import { HistoryPanel } from '../history.js';
 import { SilenceAction, SilencedBanner } from '../silence.js';
+import { Counters } from '../counters.js';
 
 // The cluster's stored events ({list, error}); a failed fetch is said, not
 // shown as "no events" (the last list stays, marked as not refreshed).
@@ -27,44 +28,6 @@ function useClusterEvents(key) {
     return () => { gone = true; clearTimeout(t); };
   }, [key, version]);
   return state;
-}
-
-const COUNTERS = ['advertisements_sent', 'advertisements_received', 'became_master', 'released_master',
-  'priority_zero_sent', 'priority_zero_received', 'packet_len_err', 'advert_interval_err', 'ip_ttl_err',
-  'invalid_type_rcvd', 'addr_list_err', 'invalid_authtype', 'authtype_mismatch', 'auth_failure'];
-
-// Which cells deserve a look: a host hearing no advertisements while another
-// sends them, any priority-zero (a master gave up), more than one takeover.
-function highlight(key, value, all) {
-  const v = Number(value) || 0;
-  const n = (s, k) => Number(s?.[k]) || 0;
-  if (key === 'advertisements_received') return v === 0 && all.some((s) => n(s, 'advertisements_sent') > 0);
-  if (key === 'advertisements_sent') return false;
-  if (key.startsWith('priority_zero')) return v > 0;
-  if (key === 'became_master' || key === 'released_master') return v > 1;
-  return v > 0; // every other counter counts errors
-}
-
-function Counters({ cluster }) {
-  const rows = byPriority(cluster.members).map((m) => {
-    const reading = S.readingOf(m.clientId);
-    const inst = reading?.instances?.find((i) => i.name === m.instance.name);
-    return { m, stats: inst?.stats || null };
-  });
-  const keys = [...new Set([...COUNTERS.filter((k) => rows.some((r) => r.stats && k in r.stats)),
-    ...rows.flatMap((r) => Object.keys(r.stats || {}))])];
-  if (!keys.length) return html`<p class="empty">No counters reported.</p>`;
-  return html`<div class="table-wrap"><table class="counters">
-    <thead><tr><th scope="col">Counter</th>${rows.map((r) => html`<th scope="col">${hostOf(r.m)}</th>`)}</tr></thead>
-    <tbody>${keys.map((k) => html`<tr>
-      <th scope="row">${k.replaceAll('_', ' ')}</th>
-      ${rows.map((r) => {
-        const v = r.stats?.[k];
-        const hl = r.stats && highlight(k, v, rows.map((x) => x.stats));
-        return html`<td class=${hl ? 'hl' : ''}>${v ?? '–'}</td>`;
-      })}
-    </tr>`)}</tbody>
-  </table></div>`;
 }
 
 export function ClusterDetail({ id }) {
@@ -99,7 +62,10 @@ export function ClusterDetail({ id }) {
     ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}
     <${HistoryPanel} clusterKey=${cluster.key} hosts=${byPriority(cluster.members).map(hostOf)} events=${events} />
     <h2>Counters</h2>
-    <${Counters} cluster=${cluster} />
+    <${Counters} members=${byPriority(cluster.members).map((m) => ({
+      name: hostOf(m), state: m.instance.state, live: m.online && m.reporting,
+      stats: S.readingOf(m.clientId)?.instances?.find((i) => i.name === m.instance.name)?.stats || null,
+    }))} />
     <h2>Activity of this cluster</h2>
     ${events && (events.length ? html`<ul class="events">${events.slice(0, 50).map((r) => html`<${EventRow} r=${r} key=${r.id} />`)}</ul>`
       : html`<p class="empty">No cluster events recorded.</p>`)}

@@ -5,7 +5,7 @@ import { useState } from 'preact/hooks';
 import { html, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put } from '../api.js';
-import { Field, Input, FieldError, useErrors, When } from '../form.js';
+import { Field, Input, FieldError, useErrors, When, useDirtyGuard, differs } from '../form.js';
 
 const SCHEDULERS = [
   {
@@ -59,6 +59,7 @@ function Scheduler({ def, settings, onSaved }) {
   const [values, setValues] = useState(initial);
   const { errors, fail, clear } = useErrors();
   const [note, setNote] = useState('');
+  useDirtyGuard(differs(values, initial));
   const status = S.schedulers.value[def.name];
   async function save(e) {
     e.preventDefault();
@@ -97,6 +98,7 @@ function Overrides({ settings, onSaved }) {
   const [rows, setRows] = useState(parseOverrides(settings[OVERRIDES]));
   const { errors, fail, clear } = useErrors();
   const [note, setNote] = useState('');
+  useDirtyGuard(differs(rows, parseOverrides(settings[OVERRIDES])));
   const setRow = (i, change) => setRows(rows.map((r, j) => (i === j ? { ...r, ...change } : r)));
   async function save(e) {
     e.preventDefault();

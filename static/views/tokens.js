@@ -1,10 +1,10 @@
 // Registration tokens: every token made (unused, used, expired) with the name and
 // address it gives its client; create one (shown once) and delete.
 import { useEffect, useState } from 'preact/hooks';
-import { html, Time, exact, useLoad, useTitle } from '../ui.js';
+import { html, Time, exact, useLoad, useTitle, Confirm } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, del } from '../api.js';
-import { Field, Input, FieldError, useErrors, When } from '../form.js';
+import { Field, Input, FieldError, useErrors, When, useDirtyGuard } from '../form.js';
 
 function stateOf(t, nowMs) {
   if (t.usedAt) return 'used';
@@ -33,8 +33,12 @@ export function Tokens() {
       load();
     } catch (err) { fail(err, ['displayName', 'inboundAllowedIp']); }
   }
-  async function remove(hash) {
-    try { await del(`/api/v1/tokens/${encodeURIComponent(hash)}`); setStatus('Token deleted.'); } catch (e) { setStatus(e.message); }
+  const [removing, setRemoving] = useState(null);
+  useDirtyGuard(!!(values.displayName.trim() || values.inboundAllowedIp.trim()));
+  async function remove() {
+    await del(`/api/v1/tokens/${encodeURIComponent(removing.tokenHash)}`);
+    setRemoving(null);
+    setStatus('Token deleted.');
     load();
   }
   const nowMs = S.now.value;
@@ -66,9 +70,13 @@ export function Tokens() {
           <td>${exact(t.createdAt)}</td>
           <td><${When} at=${t.expiresAt} nowMs=${nowMs} /></td>
           <td>${t.usedAt ? html`<${Time} at=${t.usedAt} />` : '–'}</td>
-          <td><button type="button" class="small danger" aria-label="Delete token" onClick=${() => remove(t.tokenHash)}>Delete</button></td>
+          <td><button type="button" class="small danger" aria-label="Delete token" onClick=${() => setRemoving(t)}>Delete…</button></td>
         </tr>`;
       })}</tbody>
     </table></div>`}
+    <${Confirm} id="token-delete" open=${!!removing} title="Delete this registration token?" action="Delete token"
+      text=${removing && removing.usedAt ? 'It was used already; only its record goes.'
+        : 'An agent given this token can no longer register with it.'}
+      onConfirm=${remove} onClose=${() => setRemoving(null)} />
   </section>`;
 }

@@ -6,7 +6,7 @@ import { useState } from 'preact/hooks';
 import { html, Confirm, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put, del } from '../api.js';
-import { Field, Input, FieldError, useErrors } from '../form.js';
+import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape } from '../form.js';
 
 const METHODS = [['local', 'Password'], ['oidc', 'Single sign-on'], ['local,oidc', 'Both']];
 // The API's sentences that name no field, and the field they are about.
@@ -25,6 +25,7 @@ function CreateUser({ onDone }) {
   const { errors, fail, clear } = useErrors();
   const [note, setNote] = useState('');
   const local = values.auth_methods.includes('local');
+  useDirtyGuard(!!(values.username || values.password));
   async function create(e) {
     e.preventDefault();
     clear();
@@ -56,6 +57,8 @@ function EditUser({ user, self, onDone, onClose }) {
   const [values, setValues] = useState({ password: '', auth_methods: user.auth_methods });
   const { errors, fail, clear } = useErrors();
   const [note, setNote] = useState('');
+  useDirtyGuard(!!values.password || values.auth_methods !== user.auth_methods);
+  useEscape(onClose);
   async function save(e) {
     e.preventDefault();
     clear();
@@ -98,12 +101,10 @@ export function Users() {
   const only = list && list.length === 1;
   async function remove() {
     const u = removing;
-    setRemoving(null);
     setStatus('');
-    try {
-      await del(`/api/v1/users/${u.id}`);
-      setStatus(`User ${u.username} deleted; their open sessions ended.`);
-    } catch (e) { setStatus(e.message); }
+    await del(`/api/v1/users/${u.id}`);
+    setRemoving(null);
+    setStatus(`User ${u.username} deleted; their open sessions ended.`);
     load();
   }
   return html`<section class="admin">

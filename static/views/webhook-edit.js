@@ -3,10 +3,10 @@
 // (POST /api/v1/webhooks/preview; the browser never renders templates), the
 // template's error located as a save would report it, and a test send.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { html, Confirm } from '../ui.js';
+import { html, Confirm, useTitle } from '../ui.js';
 import { get, post, put, del } from '../api.js';
 import { navigate } from '../router.js';
-import { Field, Input, FieldError, useErrors } from '../form.js';
+import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs } from '../form.js';
 
 const LEVELS = ['trace', 'info', 'warning', 'error'];
 const FIELDS = ['name', 'url', 'method', 'headers', 'bodyTemplate', 'minLevel', 'kinds', 'timeoutMs', 'enabled'];
@@ -110,13 +110,18 @@ export function WebhookEditor({ id }) {
   const [test, setTest] = useState(null);
   const [confirm, setConfirm] = useState(false);
   const [preview, setPreview] = useState({ state: 'waiting' });
+  // What the form held when loaded or last saved: typing beyond it is unsaved.
+  const [base, setBase] = useState(null);
+  useDirtyGuard(!!values && !!base && differs(values, base));
+  const start = (v) => { setValues(v); setBase(v); };
+  useEscape(() => navigate('/webhooks'));
+  useTitle(isNew ? 'New webhook' : 'Webhook');
   useEffect(() => {
-    document.title = `${isNew ? 'New webhook' : 'Webhook'} · vrrp-monitor`;
     if (!isNew) {
       get('/api/v1/webhooks').then((list) => {
         const w = (list || []).find((x) => x.id === id);
         setSaved(w || null);
-        setValues(w ? valuesOf(w) : null);
+        start(w ? valuesOf(w) : null);
       }).catch((e) => setStatus(e.message));
     }
   }, [id]);
@@ -124,8 +129,8 @@ export function WebhookEditor({ id }) {
   if (!isNew && !saved) return html`<section><h1>Webhook</h1><p class="empty">No such webhook.</p><p><a href="/webhooks">All webhooks</a></p></section>`;
   if (values === null) {
     return html`<section class="admin"><p><a href="/webhooks">← Webhooks</a></p><h1>New webhook</h1>
-      <${ReadyMade} onPick=${(w) => setValues(valuesOf(w))} />
-      <p><button type="button" id="start-blank" onClick=${() => setValues({ ...BLANK })}>Start blank</button></p></section>`;
+      <${ReadyMade} onPick=${(w) => start(valuesOf(w))} />
+      <p><button type="button" id="start-blank" onClick=${() => start({ ...BLANK })}>Start blank</button></p></section>`;
   }
   // The save's error first; else what the preview located (the same text).
   const field = (name) => errors[name] || (preview.ok === false && preview.field === name ? preview.error : '');
@@ -140,10 +145,11 @@ export function WebhookEditor({ id }) {
     try {
       if (isNew) {
         const w = await post('/api/v1/webhooks', body);
-        navigate(`/webhooks/${encodeURIComponent(w.id)}`, true);
+        navigate(`/webhooks/${encodeURIComponent(w.id)}`, true, true);
       } else {
         const w = await put(`/api/v1/webhooks/${encodeURIComponent(id)}`, body);
         setSaved(w);
+        setBase(values);
         setStatus('Saved.');
       }
     } catch (err) { fail(err, FIELDS); }
@@ -156,8 +162,9 @@ export function WebhookEditor({ id }) {
     try { setTest(await post('/api/v1/webhooks/test', body)); } catch (err) { setTest(null); fail(err, FIELDS); }
   }
   async function remove() {
+    await del(`/api/v1/webhooks/${encodeURIComponent(id)}`);
     setConfirm(false);
-    try { await del(`/api/v1/webhooks/${encodeURIComponent(id)}`); navigate('/webhooks'); } catch (err) { setStatus(err.message); }
+    navigate('/webhooks', false, true);
   }
   const text = (name, label, hint, rest = {}) => html`<${Field} label=${label} name=${name} error=${field(name)} hint=${hint}>
     <${Input} name=${name} values=${values} setValues=${setV} errors=${errors} ...${rest} /><//>`;

@@ -80,7 +80,7 @@ fn cluster_key(server: &Server, admin: &str) -> String {
 /// The members' rows of the page: (host, note text, marked as hearing another master).
 fn member_notes(b: &Browser) -> Value {
     b.js(
-        "return [...document.querySelectorAll('li.member')].map(li => [
+        "return [...document.querySelectorAll('tr.member')].map(li => [
             li.querySelector('a').textContent,
             li.querySelector('.member-note')?.textContent || '',
             !!li.querySelector('.master-disagrees')])",

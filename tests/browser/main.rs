@@ -249,6 +249,9 @@ fn a_failover_shows_live_with_timeline_toast_and_client_detail() {
            && f.querySelector('tr.incident-window')",
         json!([]),
     );
+    // Counters: errors only by default; the traffic behind the switch.
+    b.wait_text("#counter-summary", "No error counted");
+    b.click("#show-traffic");
     b.wait_text("table.counters", "advertisements received");
     b.wait_text(".cluster-detail .events", "MASTER");
     b.screenshot("cluster-detail");
