@@ -38,11 +38,12 @@ export function explain(c) {
   if (reasons && reasons.length && inc.data.incident.health === c.health) {
     return reasons.map((r) => r.text).join(' ');
   }
-  const names = (ms) => ms.map(hostOf).join(', ');
+  // "a", "a and b", "a, b and c".
+  const names = (ms) => { const n = ms.map(hostOf); return n.length > 1 ? `${n.slice(0, -1).join(', ')} and ${n[n.length - 1]}` : n.join(''); };
   const masters = c.members.filter((m) => live(m) && m.instance.state === 'MASTER');
   switch (c.health) {
     case 'ok': return `${names(masters)} is MASTER.`;
-    case 'split-brain': return `${names(masters)} are all MASTER.`;
+    case 'split-brain': return `${names(masters)} are ${masters.length === 2 ? 'both' : 'all'} MASTER.`;
     case 'no-master': return 'No live member is MASTER.';
     case 'unknown': return 'No member is online and reporting.';
     case 'vip-mismatch': {

@@ -30,6 +30,31 @@ fn cluster_name(data: &Value) -> String {
     format!("VRID {vrid}{site}{hosts}")
 }
 
+/// "a and b", "a, b and c".
+pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.as_ref().to_owned(),
+        [rest @ .., last] => format!(
+            "{} and {}",
+            rest.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", "),
+            last.as_ref()
+        ),
+    }
+}
+
+/// A health in words, as the dashboard's badge says it ("split brain", not
+/// the token `split-brain`).
+fn health_words(health: &str) -> &str {
+    match health {
+        "split-brain" => "split brain",
+        "no-master" => "no master",
+        "vip-mismatch" => "address mismatch",
+        "ok" => "OK",
+        other => other,
+    }
+}
+
 /// "1 h 5 min", "42 s".
 pub fn duration(secs: i64) -> String {
     let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
@@ -275,9 +300,10 @@ pub fn compose(
                 .map_or_else(Vec::new, |m| m.iter().filter_map(Value::as_str).collect());
             (
                 format!(
-                    "Split brain in {}: {} are all MASTER.",
+                    "Split brain in {}: {} are {} MASTER.",
                     cluster_name(data),
-                    masters.join(" and ")
+                    and_list(&masters),
+                    if masters.len() == 2 { "both" } else { "all" }
                 ),
                 None,
             )
@@ -292,7 +318,7 @@ pub fn compose(
             format!(
                 "Incident opened for {}: {}.",
                 cluster_name(data),
-                text(data, &["incident", "health"]).unwrap_or("unhealthy")
+                health_words(text(data, &["incident", "health"]).unwrap_or("unhealthy"))
             ),
             reasons(data),
         ),
@@ -318,9 +344,9 @@ pub fn compose(
                     text(data, &["silenceEnded", "comment"]).unwrap_or_default()
                 ));
             }
-            let health = text(data, &["incident", "health"]).unwrap_or("unhealthy");
+            let health = health_words(text(data, &["incident", "health"]).unwrap_or("unhealthy"));
             (
-                format!("Incident for {} is {health}.", cluster_name(data)),
+                format!("Incident for {} is now: {health}.", cluster_name(data)),
                 (!changes.is_empty()).then(|| changes.join("; ")),
             )
         }
@@ -468,7 +494,7 @@ mod tests {
         );
         assert_eq!(
             compose("vrrp.split_brain", &json!({}), &data, None).0,
-            "Split brain in VRID 51 on site dc-1 (lb-1, lb-2): lb-1 and lb-2 are all MASTER."
+            "Split brain in VRID 51 on site dc-1 (lb-1, lb-2): lb-1 and lb-2 are both MASTER."
         );
         assert_eq!(
             compose("vrrp.master_lost", &json!({}), &data, None).0,
@@ -478,26 +504,26 @@ mod tests {
 
     #[test]
     fn incidents_say_what_changed_and_how_long_they_lasted() {
-        let opened = json!({ "cluster": cluster(), "incident": { "health": "split-brain", "reasons": [{ "type": "split-brain", "text": "lb-1 and lb-2 are all MASTER at once (split brain)." }] } });
+        let opened = json!({ "cluster": cluster(), "incident": { "health": "split-brain", "reasons": [{ "type": "split-brain", "text": "lb-1 and lb-2 are both MASTER at once (split brain)." }] } });
         let (m, d) = compose("vrrp.incident_opened", &json!({}), &opened, None);
         assert_eq!(
             m,
-            "Incident opened for VRID 51 on site dc-1 (lb-1, lb-2): split-brain."
+            "Incident opened for VRID 51 on site dc-1 (lb-1, lb-2): split brain."
         );
         assert_eq!(
             d.as_deref(),
-            Some("lb-1 and lb-2 are all MASTER at once (split brain).")
+            Some("lb-1 and lb-2 are both MASTER at once (split brain).")
         );
-        let updated = json!({ "cluster": cluster(), "incident": { "health": "degraded", "added": ["lb-3 is in FAULT."], "cleared": ["lb-1 and lb-2 are all MASTER at once (split brain)."] } });
+        let updated = json!({ "cluster": cluster(), "incident": { "health": "degraded", "added": ["lb-3 is in FAULT."], "cleared": ["lb-1 and lb-2 are both MASTER at once (split brain)."] } });
         let (m, d) = compose("vrrp.incident_updated", &json!({}), &updated, None);
         assert_eq!(
             m,
-            "Incident for VRID 51 on site dc-1 (lb-1, lb-2) is degraded."
+            "Incident for VRID 51 on site dc-1 (lb-1, lb-2) is now: degraded."
         );
         assert_eq!(
             d.as_deref(),
             Some(
-                "new: lb-3 is in FAULT.; gone: lb-1 and lb-2 are all MASTER at once (split brain)."
+                "new: lb-3 is in FAULT.; gone: lb-1 and lb-2 are both MASTER at once (split brain)."
             )
         );
         let resolved = json!({ "cluster": cluster(), "incident": { "durationSeconds": 3905, "resolution": "recovered" } });

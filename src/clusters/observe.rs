@@ -6,7 +6,7 @@
 //! agent is connected, and it can decline to say anything (an offline member
 //! last reported MASTER: it may still be master).
 
-use crate::activity::messages::in_fault;
+use crate::activity::messages::{and_list, in_fault};
 use crate::clusters::{vips_of, Cluster, Member};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -96,8 +96,9 @@ impl Finding {
                 hosts.join(", ")
             ),
             Finding::SplitBrain { hosts } => format!(
-                "{} are all MASTER at once (split brain).",
-                hosts.join(" and ")
+                "{} are {} MASTER at once (split brain).",
+                and_list(hosts),
+                if hosts.len() == 2 { "both" } else { "all" }
             ),
             Finding::NoMaster => "No host is MASTER.".to_owned(),
             Finding::NotReporting { host, last_state } => {
@@ -527,7 +528,7 @@ mod tests {
         ]));
         assert_eq!(
             split.findings[0].to_json(),
-            json!({ "type": "split-brain", "text": "a and b are all MASTER at once (split brain).", "hosts": ["a", "b"] })
+            json!({ "type": "split-brain", "text": "a and b are both MASTER at once (split brain).", "hosts": ["a", "b"] })
         );
 
         let mismatch = observe(&cluster(&[

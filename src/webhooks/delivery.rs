@@ -337,7 +337,7 @@ pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
     });
     let incident = |health: Value, extra: Value| {
         let mut i = json!({ "id": "sample-incident", "health": health, "previousHealth": "ok",
-            "reasons": [{ "type": "split-brain", "text": "lb-1 and lb-2 are all MASTER at once (split brain).", "hosts": ["lb-1", "lb-2"] }],
+            "reasons": [{ "type": "split-brain", "text": "lb-1 and lb-2 are both MASTER at once (split brain).", "hosts": ["lb-1", "lb-2"] }],
             "history": ["split-brain"], "openedAt": at, "confirmedAt": at });
         if let (Some(o), Some(e)) = (i.as_object_mut(), extra.as_object()) {
             o.extend(e.clone());
@@ -416,7 +416,7 @@ pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
                 "previousHealth": "split-brain", "history": ["split-brain", "degraded"],
                 "reasons": [{ "type": "fault", "text": fault_text, "host": "lb-2", "causes": causes }],
                 "added": [fault_text],
-                "cleared": ["lb-1 and lb-2 are all MASTER at once (split brain)."] })) }),
+                "cleared": ["lb-1 and lb-2 are both MASTER at once (split brain)."] })) }),
             Some("sample-incident"),
         ),
         event(

@@ -143,7 +143,7 @@ mod tests {
         let mut event = event;
         event["message"] =
             json!("Incident opened for VRID 51 on site dc-1 (lb-1, lb-2): split-brain.");
-        event["detail"] = json!("lb-1 and lb-2 are all MASTER at once (split brain).");
+        event["detail"] = json!("lb-1 and lb-2 are both MASTER at once (split brain).");
         json!({ "event": event, "client": null, "webhook": { "name": "ops" } })
     }
 

@@ -72,7 +72,9 @@ export function Clients() {
   const p = route.value.params;
   const q = p.get('q') || '';
   const status = p.get('status') || '';
-  const list = S.clients.value.filter((c) => (!status || c.status === status) && matches(c, q))
+  const unusable = p.get('keepalived') === 'unusable';
+  const list = S.clients.value.filter((c) => (!status || c.status === status) && matches(c, q)
+      && (!unusable || (c.status === 'online' && keepalivedSummary(S.readingOf(c.id)).word !== 'running')))
     .sort((a, b) => (a.status === b.status ? 0 : a.status === 'offline' ? -1 : 1) || nameOf(a).localeCompare(nameOf(b)));
   return html`<section>
     <h1>Clients <a class="button primary" href="/clients/add" id="add-host">Add a host</a> <a class="button" href="/tokens">Registration tokens</a></h1>
@@ -82,6 +84,7 @@ export function Clients() {
       <select aria-label="Status" value=${status} onChange=${(e) => setParams({ status: e.currentTarget.value })}>
         <option value="">Any status</option><option value="online">online</option><option value="offline">offline</option>
       </select>
+      ${unusable && html`<button type="button" onClick=${() => setParams({ keepalived: '' })}>Without a usable reading ×</button>`}
       <span class="muted">${list.length} of ${S.clients.value.length}</span>
     </div>
     <${Table} id="client-list" className="clients" columns=${CLIENT_COLUMNS} rows=${list.slice(0, limit)} rowKey=${(c) => c.id}

@@ -18,16 +18,23 @@ const stats = computed(() => {
     }
   }
   const clients = S.clients.value;
+  // Online hosts whose keepalived gives no usable reading (none yet, stopped, unreadable).
+  const unusable = clients.filter((c) => {
+    if (c.status !== 'online') return false;
+    const r = S.readingOf(c.id);
+    return !r || !r.running || !!r.error;
+  }).length;
   return {
+    unusable,
     online: clients.filter((c) => c.status === 'online').length,
     total: clients.length,
     byHealth, masters, faults, clusters: cs.length,
   };
 });
 
-function Card({ href, label, value, tone, children }) {
-  return html`<a class=${`stat ${tone || ''}`} href=${href}>
-    <span class="stat-value">${value}</span><span class="stat-label">${label}</span>${children}</a>`;
+function Card({ href, label, value, tone, note, id }) {
+  return html`<a class=${`stat ${tone || ''}`} href=${href} id=${id}>
+    <span class="stat-value">${value}</span><span class="stat-label">${label}</span>${note && html`<span class="stat-note">${note}</span>`}</a>`;
 }
 
 export function Overview() {
@@ -41,11 +48,15 @@ export function Overview() {
     <div class="stats">
       <${Card} href="/clients?status=online" label="hosts online" value=${`${s.online} / ${s.total}`}
         tone=${s.online < s.total ? 'warn' : ''} />
-      <${Card} href="/clusters?health=ok" label="clusters OK" value=${`${s.byHealth.ok || 0} / ${s.clusters}`} />
+      <${Card} href="/clusters?health=ok" label="clusters OK" value=${`${s.byHealth.ok || 0} / ${s.clusters}`}
+        tone=${(s.byHealth.ok || 0) < s.clusters ? 'warn' : ''} />
+      ${s.unusable > 0 && html`<${Card} href="/clients?keepalived=unusable" label="hosts without a usable keepalived reading"
+        value=${s.unusable} tone="warn" id="unusable-hosts" />`}
       ${order.filter((h) => s.byHealth[h]).map((h) => html`<${Card} href=${`/clusters?health=${h}`}
         label=${HEALTH_TEXT[h].toLowerCase()} value=${s.byHealth[h]}
         tone=${h === 'split-brain' || h === 'no-master' ? 'bad' : 'warn'} />`)}
-      <${Card} href="/clusters?state=MASTER" label="current masters" value=${s.masters} />
+      <${Card} href="/clusters?state=MASTER" label="live MASTER instances" value=${s.masters}
+        note=${s.masters > s.clusters ? 'more than one per cluster: a split brain' : 'a healthy cluster has exactly one'} />
       <${Card} href="/clusters?state=FAULT" label="instances in FAULT" value=${s.faults} tone=${s.faults ? 'bad' : ''} />
       <${Card} href="/activity?unseen=1&level=warning,error" label="unseen warnings and errors"
         value=${S.unseenAlerts.value} tone=${S.unseenAlerts.value ? 'warn' : ''} />

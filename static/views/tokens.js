@@ -68,7 +68,7 @@ export function Tokens() {
           <td>${t.displayName || html`<span class="muted">its host name</span>`}</td>
           <td>${t.inboundAllowedIp || html`<span class="muted">where it registers from</span>`}</td>
           <td>${exact(t.createdAt)}</td>
-          <td><${When} at=${t.expiresAt} nowMs=${nowMs} /></td>
+          <td>${st === 'used' ? html`<span class="muted">– (used)</span>` : html`<${When} at=${t.expiresAt} nowMs=${nowMs} />`}</td>
           <td>${t.usedAt ? html`<${Time} at=${t.usedAt} />` : '–'}</td>
           <td><button type="button" class="small danger" aria-label="Delete token" onClick=${() => setRemoving(t)}>Delete…</button></td>
         </tr>`;

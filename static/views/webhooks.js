@@ -10,6 +10,25 @@ export function configOf(w) {
     bodyTemplate: w.bodyTemplate, minLevel: w.minLevel, kinds: w.kinds || [], timeoutMs: w.timeoutMs };
 }
 
+// A delivery failure in words; the transport's own text stays on hover.
+export function failureText(status, error) {
+  const e = (error || '').toLowerCase();
+  if (/lookup address|dns|name or service not known|no such host/.test(e)) return 'The receiver’s host name could not be resolved (DNS).';
+  if (/connection refused/.test(e)) return 'The receiver refused the connection (nothing listens on that port).';
+  if (/timed out|timeout/.test(e)) return 'The receiver did not answer in time.';
+  if (/certificate|tls|ssl/.test(e)) return 'The secure connection failed (TLS certificate or handshake).';
+  if (/connection reset|broken pipe|closed/.test(e)) return 'The receiver closed the connection.';
+  if (status != null && status >= 400) return `The receiver answered ${status}, a refusal.`;
+  return error ? 'The delivery failed.' : '';
+}
+
+// A URL with break chances after its separators, so it wraps between parts
+// rather than in the middle of a word.
+function Url({ url }) {
+  const parts = String(url).split(/(?<=[/?&.=#])/);
+  return html`<span class="url">${parts.map((p, i) => html`${p}${i < parts.length - 1 ? html`<wbr />` : ''}`)}</span>`;
+}
+
 export function Webhooks() {
   useTitle('Webhooks');
   const { data: list, error, reload: load } = useLoad(() => get('/api/v1/webhooks'));
@@ -36,10 +55,10 @@ export function Webhooks() {
             aria-label=${`${w.name} enabled`} /></label></td>
           <td><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a></td>
           <td>${w.minLevel} and above${w.kinds && w.kinds.length ? `; ${w.kinds.join(', ')}` : '; every kind'}</td>
-          <td class="wrap">${w.method} ${w.url}</td>
+          <td class="wrap">${w.method} <${Url} url=${w.url} /></td>
           <td class="wrap">${!w.lastAttemptAt ? html`<span class="muted">never</span>` : html`
             <span class=${`badge ${w.lastError ? 'bad' : 'ok'}`}>${w.lastStatus ?? 'no answer'}</span>
-            ${w.lastError && html` ${w.lastError}`} <span class="muted">· <${Time} at=${w.lastAttemptAt} /></span>`}</td>
+            ${w.lastError && html` <span class="delivery-error" title=${w.lastError}>${failureText(w.lastStatus, w.lastError)}</span>`} <span class="muted">· <${Time} at=${w.lastAttemptAt} /></span>`}</td>
         </tr>`)}</tbody>
       </table></div>`}
   </section>`;

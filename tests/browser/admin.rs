@@ -264,10 +264,27 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
             .len()
     };
     assert_eq!(tokens(&server), 2);
-    b.js(
-        "[...document.querySelectorAll('#token-list tbody tr')].find(r => r.textContent.includes('192.0.2.0/24')).querySelector('button').click()",
+    // Delete asks first; Cancel keeps the token.
+    let delete = "[...document.querySelectorAll('#token-list tbody tr')].find(r => r.textContent.includes('192.0.2.0/24')).querySelector('button').click()";
+    b.js(delete, json!([]));
+    b.wait_text("#token-delete[open]", "can no longer register");
+    assert_eq!(tokens(&server), 2, "deleted before the dialog was answered");
+    b.click("#token-delete[open] button.cancel");
+    b.wait_js(
+        "the dialog to close",
+        "return !document.querySelector('dialog[open]')",
         json!([]),
     );
+    assert_eq!(tokens(&server), 2, "a cancelled delete deleted");
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('#token-list tbody tr').length",
+            json!([])
+        ),
+        json!(2)
+    );
+    b.js(delete, json!([]));
+    b.click("#token-delete[open] button.confirm");
     b.wait_js(
         "the deleted token to leave the list",
         "return document.querySelectorAll('#token-list tbody tr').length === 1",
@@ -723,6 +740,13 @@ fn the_administration_views_fit_a_phone() {
             .any(|v| v == "/views/settings.js" || v == "/views/webhook-edit.js"),
         "{views}"
     );
+    // At phone width the navigation sits behind the menu button; the header is one row.
+    let header = b.js(
+        "return document.querySelector('header.top').getBoundingClientRect().height",
+        json!([]),
+    );
+    assert!(header.as_f64().unwrap() < 60.0, "header {header} px high");
+    b.click("#menu-button");
     b.click("nav a[href='/settings']");
     b.wait("#scheduler-activity");
     assert!(b

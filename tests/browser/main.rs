@@ -13,6 +13,7 @@ mod webdriver;
 
 mod admin;
 mod bench;
+mod daily;
 mod faults;
 mod history;
 mod screens;
