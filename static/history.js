@@ -50,6 +50,7 @@ export function timelineOf({ intervals = [], recordedSince = null, events = [], 
 
 function duration(seconds) {
   if (seconds == null) return '–';
+  if (seconds > 0 && seconds < 0.5) return 'under 1 s';
   if (seconds < 90) return `${Math.round(seconds)} s`;
   if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
   if (seconds < 2 * 86400) return `${(seconds / 3600).toFixed(1)} h`;
@@ -65,17 +66,22 @@ export function okShare(a) {
   return a && a.observedSeconds > 0 ? a.seconds.ok / a.observedSeconds : null;
 }
 
-function Figures({ a }) {
+// The figures are shares of the time the cluster was observed, which for a young
+// cluster (or after the server was stopped) is less than the range: said so.
+function Figures({ a, range }) {
   if (!a) return html`<p class="empty" id="availability-figures">No history in this window.</p>`;
   const rows = Object.entries(a.seconds).filter(([, s]) => s > 0);
+  const part = a.unobservedSeconds > 0;
   return html`<dl class="facts" id="availability-figures">
-    <dt>Healthy (ok)</dt><dd data-figure="ok-share">${percent(okShare(a))}</dd>
+    <dt>Observed</dt><dd data-figure="observed">${part
+      ? `${duration(a.observedSeconds)} of the last ${range.replace('h', ' h').replace('d', ' d')}; the shares below are of that time`
+      : `the whole ${range.replace('h', ' h').replace('d', ' d')}`}</dd>
+    <dt>Healthy (ok)</dt><dd data-figure="ok-share">${percent(okShare(a))}${part ? ' of the observed time' : ''}</dd>
     <dt>Exactly one master</dt><dd data-figure="one-master">${percent(a.oneMasterShare)}</dd>
     <dt>Master changes</dt><dd data-figure="master-changes">${a.masterChanges}</dd>
     <dt>Incidents</dt><dd data-figure="incidents">${a.incidents.count}${a.incidents.count > 0
       ? ` · ${duration(a.incidents.totalSeconds)} in all, longest ${duration(a.incidents.longestSeconds)}` : ''}</dd>
     <dt>Time by health</dt><dd>${rows.map(([h, s]) => `${h} ${duration(s)}`).join(' · ') || '–'}</dd>
-    ${a.unobservedSeconds > 0 && html`<dt>Not observed</dt><dd>${duration(a.unobservedSeconds)}</dd>`}
   </dl>`;
 }
 
@@ -127,7 +133,7 @@ export function HistoryPanel({ clusterKey, hosts = [], events = null }) {
           ? ` (${new Date(data.recordedSince).toLocaleString()})` : ''}, from the cluster's stored events` : ''}.
           Time with no record was not observed (before anything was recorded, or while the server was stopped).${data.failed
           ? ' The history could not be refreshed.' : ''}</p>
-        <${Figures} a=${data.a} />`}
+        <${Figures} a=${data.a} range=${range} />`}
   </div>`;
 }
 

@@ -276,3 +276,85 @@ fn every_view_fits_a_phone_without_sideways_scrolling() {
         assert_eq!(sideways(&b), json!([]), "{path} at 375 px");
     }
 }
+
+#[test]
+fn the_words_of_a_split_brain_the_overview_and_a_used_token() {
+    let server = Server::start();
+    let admin = server.admin();
+    let _a = FakeAgent::connect(&server, &admin, "db-1", member("VI_DB", "MASTER", 150));
+    let _b = FakeAgent::connect(&server, &admin, "db-2", member("VI_DB", "MASTER", 100));
+    let b = Browser::start(1280, 1000);
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/clusters");
+    b.wait_text("article.cluster .explain", "db-1 and db-2 are both MASTER");
+    assert!(!b.body_text().contains("are all MASTER"));
+
+    // The overview: the incident in the badge's words, the cards say what they count.
+    b.goto(&server.url("/"));
+    let incident = b.wait_js(
+        "the open incident",
+        "return document.querySelector('.incidents .incident-text')?.textContent || ''",
+        json!([]),
+    );
+    let incident = incident.as_str().unwrap();
+    assert!(incident.ends_with(": split brain."), "{incident}");
+    assert!(!incident.contains("split-brain"), "{incident}");
+    let card = |label: &str| {
+        b.js(
+            "const c = [...document.querySelectorAll('.stat')].find(c => c.textContent.includes(arguments[0]));
+             return c ? [c.className, c.textContent] : null",
+            json!([label]),
+        )
+    };
+    let ok = card("clusters OK");
+    assert!(ok[0].as_str().unwrap().contains("warn"), "{ok}");
+    let masters = card("live MASTER instances");
+    assert!(
+        masters[1]
+            .as_str()
+            .unwrap()
+            .contains("more than one per cluster: a split brain"),
+        "{masters}"
+    );
+    b.screenshot("overview-split-brain");
+
+    // A used token does not count down its expiry.
+    b.goto(&server.url("/tokens"));
+    let used = b.wait_js(
+        "the used tokens' rows",
+        "const rows = [...document.querySelectorAll('#token-list tbody tr')].filter(r => r.querySelector('.badge')?.textContent === 'used');
+         return rows.length ? rows.map(r => r.textContent).join('\\n') : ''",
+        json!([]),
+    );
+    let used = used.as_str().unwrap();
+    assert!(!used.contains("Expires in") && !used.contains(" in "), "{used}");
+
+    // A failed delivery in a sentence (the list's words for the transport's text).
+    b.js(
+        "import('/views/webhooks.js').then(m => { window.__hooks = m; })",
+        json!([]),
+    );
+    b.wait_js("webhooks.js", "return !!window.__hooks", json!([]));
+    assert_eq!(
+        b.js(
+            "return [
+               window.__hooks.failureText(null, 'io: failed to lookup address information: Name or service not known'),
+               window.__hooks.failureText(null, 'io: Connection refused (os error 111)'),
+               window.__hooks.failureText(503, 'status 503')]",
+            json!([])
+        ),
+        json!([
+            "The receiver’s host name could not be resolved (DNS).",
+            "The receiver refused the connection (nothing listens on that port).",
+            "The receiver answered 503, a refusal."
+        ])
+    );
+}
+
+#[test]
+fn the_agent_register_page_names_the_button_the_dashboard_shows() {
+    let register = include_str!("../../agent/static/register.html");
+    assert!(register.contains("Clients → Add a host"), "{register}");
+    assert!(!register.contains("Add agent"));
+    let clients = include_str!("../../static/views/clients.js");
+    assert!(clients.contains(">Add a host</a>"));
+}
