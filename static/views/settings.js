@@ -94,17 +94,35 @@ function Scheduler({ def, settings, onSaved }) {
   </form>`;
 }
 
+// Every kind the server and agents record with its own level; an override
+// beside each (empty: its own level). Kinds overridden but not listed (typed
+// before, e.g. a pattern) keep their rows.
+const DEFAULT_LEVEL = {
+  'vrrp.state_changed': 'error into FAULT, warning out of MASTER, else info',
+  'vrrp.track_changed': 'as the agent sends it',
+  'vrrp.instance_added': 'info', 'vrrp.instance_removed': 'info',
+  'keepalived.started': 'info', 'keepalived.stopped': 'warning', 'keepalived.unreadable': 'error',
+  'client.connected': 'trace', 'client.disconnected': 'trace', 'client.registered': 'info',
+  'scheduler.failed': 'error', 'vrrp.master_changed': 'info', 'vrrp.split_brain': 'info', 'vrrp.master_lost': 'info',
+  'vrrp.incident_opened': 'warning', 'vrrp.incident_updated': 'warning', 'vrrp.incident_resolved': 'info',
+};
+
+function overrideMap(settings) {
+  return Object.fromEntries(parseOverrides(settings[OVERRIDES]).map((r) => [r.kind, r.level]));
+}
+
 function Overrides({ settings, onSaved }) {
-  const [rows, setRows] = useState(parseOverrides(settings[OVERRIDES]));
+  const initial = overrideMap(settings);
+  const [levels, setLevels] = useState(initial);
   const { errors, fail, clear } = useErrors();
   const [note, setNote] = useState('');
-  useDirtyGuard(differs(rows, parseOverrides(settings[OVERRIDES])));
-  const setRow = (i, change) => setRows(rows.map((r, j) => (i === j ? { ...r, ...change } : r)));
+  useDirtyGuard(differs(levels, initial));
+  const kinds = [...KINDS, ...Object.keys(levels).filter((k) => !KINDS.includes(k))];
   async function save(e) {
     e.preventDefault();
     clear();
     setNote('');
-    const text = rows.filter((r) => r.kind.trim()).map((r) => `${r.kind.trim()}=${r.level}`).join(',');
+    const text = kinds.filter((k) => levels[k]).map((k) => `${k}=${levels[k]}`).join(',');
     try {
       await put('/api/v1/settings/cleanup', { [OVERRIDES]: text });
       setNote('Saved; applies to the next event written.');
@@ -114,25 +132,21 @@ function Overrides({ settings, onSaved }) {
   return html`<form class="card form" id="overrides" onSubmit=${save}>
     <h2>Level per kind</h2>
     <p class="muted">Record a kind at another level, or not at all (none). Events already stored keep their level.</p>
-    <datalist id="known-kinds">${KINDS.map((k) => html`<option value=${k} key=${k} />`)}</datalist>
-    <div class="table-wrap"><table id="override-table">
-      <thead><tr><th scope="col">Kind</th><th scope="col">Level</th><th scope="col"><span class="sr">Remove</span></th></tr></thead>
-      <tbody>${rows.map((r, i) => html`<tr key=${i}>
-        <td><input list="known-kinds" aria-label="Kind" value=${r.kind} class="kind"
-          onInput=${(e) => setRow(i, { kind: e.currentTarget.value })} /></td>
-        <td><select aria-label="Level" value=${r.level} class="level" onChange=${(e) => setRow(i, { level: e.currentTarget.value })}>
-          ${!OVERRIDE_LEVELS.includes(r.level) && html`<option value=${r.level}>${r.level || 'choose'}</option>`}
-          ${OVERRIDE_LEVELS.map((l) => html`<option key=${l} value=${l} disabled=${l === 'none' && NEVER_NONE.includes(r.kind.trim())}
-            title=${l === 'none' && NEVER_NONE.includes(r.kind.trim()) ? 'Incidents are always recorded' : undefined}>${l}</option>`)}
-        </select>${r.level === 'none' && NEVER_NONE.includes(r.kind.trim())
-          ? html` <span class="form-error">Incidents are always recorded: pick a level.</span>` : ''}</td>
-        <td><button type="button" class="small" aria-label="Remove" onClick=${() => setRows(rows.filter((_, j) => j !== i))}>×</button></td>
+    <div class="table-wrap"><table id="override-table" class="stack">
+      <thead><tr><th scope="col">Kind</th><th scope="col">Own level</th><th scope="col">Recorded at</th></tr></thead>
+      <tbody>${kinds.map((k) => html`<tr key=${k} data-kind=${k} class=${levels[k] ? 'overridden' : ''}>
+        <td data-label="Kind"><code>${k}</code></td>
+        <td data-label="Own level" class="muted">${DEFAULT_LEVEL[k] || '–'}</td>
+        <td data-label="Recorded at"><select aria-label=${`Level of ${k}`} value=${levels[k] || ''} class="level"
+          onChange=${(e) => setLevels({ ...levels, [k]: e.currentTarget.value })}>
+          <option value="">its own level</option>
+          ${OVERRIDE_LEVELS.map((l) => html`<option key=${l} value=${l} disabled=${l === 'none' && NEVER_NONE.includes(k)}
+            title=${l === 'none' && NEVER_NONE.includes(k) ? 'Incidents are always recorded' : undefined}>${l}</option>`)}
+        </select></td>
       </tr>`)}</tbody>
     </table></div>
-    ${!rows.length && html`<p class="empty">No overrides: every kind is recorded at its own level.</p>`}
     <${FieldError} name=${OVERRIDES} error=${errors[OVERRIDES] || errors['']} />
     <div class="row">
-      <button type="button" id="add-override" onClick=${() => setRows([...rows, { kind: '', level: 'info' }])}>Add a kind</button>
       <button type="submit" class="primary">Save</button>
       ${note && html`<span role="status" class="note">${note}</span>`}
     </div>

@@ -589,24 +589,29 @@ fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
     assert_eq!(b.js("return window.__noReload", json!([])), json!(1));
     b.screenshot("settings-after-run");
 
-    // Level overrides: `none` is not offered for the incident kinds.
-    b.click("#add-override");
-    b.set_field(
-        "#override-table tbody tr:last-child input.kind",
-        "vrrp.incident_opened",
-    );
+    // Level overrides: every kind listed with its own level and the override
+    // beside it; `none` is not offered for the incident kinds.
+    let row = |kind: &str| {
+        b.js(
+            "const r = document.querySelector(`#override-table tr[data-kind='${arguments[0]}']`);
+             return r && [r.children[1].textContent, r.querySelector('select').value]",
+            json!([kind]),
+        )
+    };
+    assert_eq!(row("keepalived.stopped"), json!(["warning", ""]));
+    assert_eq!(row("client.connected"), json!(["trace", ""]));
+    assert_eq!(row("vrrp.incident_resolved"), json!(["info", ""]));
     assert_eq!(
         b.js(
-            "return [...document.querySelectorAll('#override-table tbody tr:last-child option')].find(o => o.textContent === 'none').disabled",
+            "return [...document.querySelectorAll(\"#override-table tr[data-kind='vrrp.incident_opened'] option\")].find(o => o.textContent === 'none').disabled",
             json!([])
         ),
         json!(true)
     );
     b.set_field(
-        "#override-table tbody tr:last-child input.kind",
-        "client.connected",
+        "#override-table tr[data-kind='client.connected'] select.level",
+        "none",
     );
-    b.set_field("#override-table tbody tr:last-child select.level", "none");
     b.click("#overrides button[type=submit]");
     b.wait_text("#overrides .note", "Saved");
     let settings = server
