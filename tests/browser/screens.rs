@@ -159,6 +159,8 @@ fn docs_screenshots() {
     let pages = [
         ("overview", "/".to_owned(), ".incidents"),
         ("clusters", "/clusters".to_owned(), "article.cluster"),
+        ("clients", "/clients".to_owned(), "#client-list"),
+        ("silences", "/silences".to_owned(), ".silences"),
         (
             "cluster-detail",
             format!("/clusters/{}", urlencode(&web_key)),
@@ -167,7 +169,7 @@ fn docs_screenshots() {
         (
             "client-detail",
             format!("/clients/{}", lb_a.identity.id),
-            ".client-detail table",
+            "#instance-list",
         ),
         (
             "activity",
@@ -193,29 +195,46 @@ fn docs_screenshots() {
         ),
         ("users", "/users".to_owned(), "#user-list"),
     ];
+    let shoot = |b: &Browser, suffix: &str| {
+        for theme in ["light", "dark"] {
+            b.js(
+                "localStorage.setItem('theme', arguments[0])",
+                json!([theme]),
+            );
+            for (name, path, wait) in &pages {
+                b.goto(&server.url(path));
+                b.wait(wait);
+                b.wait_text("#live-indicator", "Live");
+                b.js(
+                    "document.querySelectorAll('.toast button').forEach(x => x.click())",
+                    json!([]),
+                );
+                b.screenshot_to(&dir.join(format!("{name}{suffix}-{theme}.png")));
+            }
+            // The add-a-host wizard with a token issued, waiting for the agent.
+            b.goto(&server.url("/clients/add?mode=inbound"));
+            b.type_into("#f-displayName", "edge-3");
+            b.click("#create-token");
+            b.wait("#new-token");
+            b.wait_text("#live-indicator", "Live");
+            b.screenshot_to(&dir.join(format!("add-host{suffix}-{theme}.png")));
+        }
+    };
+    shoot(&b, "");
+    // The same views at 375 px, and the login page (before logging in).
+    let phone = Browser::start(375, 760);
     for theme in ["light", "dark"] {
-        b.js(
+        phone.goto(&server.url("/login"));
+        phone.js(
             "localStorage.setItem('theme', arguments[0])",
             json!([theme]),
         );
-        for (name, path, wait) in &pages {
-            b.goto(&server.url(path));
-            b.wait(wait);
-            b.wait_text("#live-indicator", "Live");
-            b.js(
-                "document.querySelectorAll('.toast button').forEach(x => x.click())",
-                json!([]),
-            );
-            b.screenshot_to(&dir.join(format!("{name}-{theme}.png")));
-        }
-        // The add-a-host wizard with a token issued, waiting for the agent.
-        b.goto(&server.url("/clients/add?mode=inbound"));
-        b.type_into("#f-displayName", "edge-3");
-        b.click("#create-token");
-        b.wait("#new-token");
-        b.wait_text("#live-indicator", "Live");
-        b.screenshot_to(&dir.join(format!("add-host-{theme}.png")));
+        phone.goto(&server.url("/login"));
+        phone.wait("form input[name=username]");
+        phone.screenshot_to(&dir.join(format!("login-phone-{theme}.png")));
     }
+    login(&phone, &server, "admin", ADMIN_PASSWORD, "/");
+    shoot(&phone, "-phone");
 }
 
 pub fn urlencode(s: &str) -> String {
