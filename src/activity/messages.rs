@@ -37,7 +37,10 @@ pub fn and_list<S: AsRef<str>>(items: &[S]) -> String {
         [one] => one.as_ref().to_owned(),
         [rest @ .., last] => format!(
             "{} and {}",
-            rest.iter().map(AsRef::as_ref).collect::<Vec<_>>().join(", "),
+            rest.iter()
+                .map(|s| s.as_ref())
+                .collect::<Vec<&str>>()
+                .join(", "),
             last.as_ref()
         ),
     }
@@ -500,6 +503,14 @@ mod tests {
             compose("vrrp.master_lost", &json!({}), &data, None).0,
             "No MASTER in VRID 51 on site dc-1 (lb-1, lb-2) (was lb-1)."
         );
+    }
+
+    #[test]
+    fn host_lists_read_as_sentences() {
+        assert_eq!(and_list(&["a"]), "a");
+        assert_eq!(and_list(&["a", "b"]), "a and b");
+        assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
+        assert_eq!(and_list::<&str>(&[]), "");
     }
 
     #[test]

@@ -149,7 +149,12 @@ fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does
     b.wait("table.members.wide");
     let wide = b.js(headers, json!([]));
     names_state_and_priority("cluster page", wide.clone());
-    for h in ["Interface", "Advert interval", "Sync group", "Last transition"] {
+    for h in [
+        "Interface",
+        "Advert interval",
+        "Sync group",
+        "Last transition",
+    ] {
         assert!(wide[0].as_str().unwrap().contains(h), "{h} in {wide}");
     }
     b.wait_text("table.members.wide", "0.1 s");
@@ -249,8 +254,18 @@ pub fn sideways(b: &Browser) -> Value {
 fn every_view_fits_a_phone_without_sideways_scrolling() {
     let server = Server::start();
     let admin = server.admin();
-    let a = FakeAgent::connect(&server, &admin, "lb-a.example.internal", member("VI_WEB", "MASTER", 150));
-    let _b = FakeAgent::connect(&server, &admin, "lb-b.example.internal", member("VI_WEB", "BACKUP", 100));
+    let a = FakeAgent::connect(
+        &server,
+        &admin,
+        "lb-a.example.internal",
+        member("VI_WEB", "MASTER", 150),
+    );
+    let _b = FakeAgent::connect(
+        &server,
+        &admin,
+        "lb-b.example.internal",
+        member("VI_WEB", "BACKUP", 100),
+    );
     let key = cluster_key(&server, &admin);
     let b = Browser::start(375, 740);
     login(&b, &server, "admin", ADMIN_PASSWORD, "/");
@@ -326,7 +341,10 @@ fn the_words_of_a_split_brain_the_overview_and_a_used_token() {
         json!([]),
     );
     let used = used.as_str().unwrap();
-    assert!(!used.contains("Expires in") && !used.contains(" in "), "{used}");
+    assert!(
+        !used.contains("Expires in") && !used.contains(" in "),
+        "{used}"
+    );
 
     // A failed delivery in a sentence (the list's words for the transport's text).
     b.js(
