@@ -148,7 +148,7 @@ function Shell({ children }) {
   return html`<header class="top">
       <a class="brand" href="/">vrrp-monitor</a>
       <button type="button" class="ghost menu-button" id="menu-button" aria-expanded=${menuOpen.value} aria-controls="main-nav"
-        onClick=${() => { menuOpen.value = !menuOpen.value; }}>☰ Menu${unseen > 0 ? html` <span class="count">${unseen > 999 ? '999+' : unseen}</span>` : ''}</button>
+        onClick=${() => { menuOpen.value = !menuOpen.value; }}>☰<span class="sr"> Menu</span>${unseen > 0 ? html` <span class="count">${unseen > 999 ? '999+' : unseen}</span>` : ''}</button>
       <nav aria-label="Main" id="main-nav" class=${menuOpen.value ? 'open' : ''}>
         ${NAV.map(([p, label]) => html`<a href=${p} aria-current=${here(p) ? 'page' : undefined}>
           ${label}${p === '/activity' && unseen > 0

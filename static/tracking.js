@@ -18,16 +18,16 @@ export function TrackedItems({ instance }) {
   const items = Array.isArray(instance?.tracked) ? instance.tracked : [];
   if (!items.length) return html`<p class="empty">keepalived tracks nothing for ${instance?.name}.</p>`;
   const sorted = [...items].sort((a, b) => Number(!!a.ok) - Number(!!b.ok) || String(a.name).localeCompare(String(b.name)));
-  return html`<div class="table-wrap"><table class="tracked" data-instance=${instance.name}>
+  return html`<div class="table-wrap"><table class="tracked stack" data-instance=${instance.name}>
     <thead><tr><th scope="col">Tracked</th><th scope="col">Name</th><th scope="col">State</th>
       <th scope="col">keepalived says</th><th scope="col">Value</th><th scope="col">Weight</th></tr></thead>
     <tbody>${sorted.map((t) => html`<tr key=${`${t.kind}:${t.name}`} class=${t.ok ? '' : 'failing'}>
-      <td>${KIND_TEXT[t.kind] || t.kind || '–'}</td>
-      <td>${t.name}</td>
-      <td><span class=${`badge ${t.ok ? 'ok' : 'bad'}`}>${t.ok ? 'ok' : 'failing'}</span></td>
-      <td>${t.status ?? '–'}</td>
-      <td>${t.value ?? '–'}</td>
-      <td title=${t.weight ? 'moves the priority instead of causing FAULT' : 'no weight: puts the instance in FAULT when failing'}>${t.weight ?? '–'}</td>
+      <td data-label="Tracked">${KIND_TEXT[t.kind] || t.kind || '–'}</td>
+      <td data-label="Name">${t.name}</td>
+      <td data-label="State"><span class=${`badge ${t.ok ? 'ok' : 'bad'}`}>${t.ok ? 'ok' : 'failing'}</span></td>
+      <td data-label="keepalived says">${t.status ?? '–'}</td>
+      <td data-label="Value">${t.value ?? '–'}</td>
+      <td data-label="Weight" title=${t.weight ? 'moves the priority instead of causing FAULT' : 'no weight: puts the instance in FAULT when failing'}>${t.weight ?? '–'}</td>
     </tr>`)}</tbody>
   </table></div>`;
 }

@@ -58,19 +58,19 @@ export function Tokens() {
     ${issued && html`<p class="callout ok" role="status" id="token-issued">New token (shown only now): <code id="new-token">${issued.token}</code>, valid until ${exact(issued.expiresAt)}.</p>`}
     ${(status || error) && html`<p role="status">${status || error}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !rows.length ? html`<p class="empty">No registration tokens.</p>` : html`
-    <div class="table-wrap"><table id="token-list">
+    <div class="table-wrap"><table class="stack" id="token-list">
       <thead><tr><th scope="col">State</th><th scope="col">Names the client</th><th scope="col">Allowed address</th>
         <th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Used</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
       <tbody>${rows.map((t) => {
         const st = stateOf(t, nowMs);
         return html`<tr key=${t.tokenHash} data-hash=${t.tokenHash} class=${st === 'unused' ? '' : 'dim'}>
-          <td><span class=${`badge ${st === 'unused' ? 'ok' : st === 'used' ? '' : 'warn'}`}>${st}</span></td>
-          <td>${t.displayName || html`<span class="muted">its host name</span>`}</td>
-          <td>${t.inboundAllowedIp || html`<span class="muted">where it registers from</span>`}</td>
-          <td>${exact(t.createdAt)}</td>
-          <td>${st === 'used' ? html`<span class="muted">– (used)</span>` : html`<${When} at=${t.expiresAt} nowMs=${nowMs} />`}</td>
-          <td>${t.usedAt ? html`<${Time} at=${t.usedAt} />` : '–'}</td>
-          <td><button type="button" class="small danger" aria-label="Delete token" onClick=${() => setRemoving(t)}>Delete…</button></td>
+          <td data-label="State"><span class=${`badge ${st === 'unused' ? 'ok' : st === 'used' ? '' : 'warn'}`}>${st}</span></td>
+          <td data-label="Names the client">${t.displayName || html`<span class="muted">its host name</span>`}</td>
+          <td data-label="Allowed address">${t.inboundAllowedIp || html`<span class="muted">where it registers from</span>`}</td>
+          <td data-label="Created">${exact(t.createdAt)}</td>
+          <td data-label="Expires">${st === 'used' ? html`<span class="muted">– (used)</span>` : html`<${When} at=${t.expiresAt} nowMs=${nowMs} />`}</td>
+          <td data-label="Used">${t.usedAt ? html`<${Time} at=${t.usedAt} />` : '–'}</td>
+          <td data-label=""><button type="button" class="small danger" aria-label="Delete token" onClick=${() => setRemoving(t)}>Delete…</button></td>
         </tr>`;
       })}</tbody>
     </table></div>`}

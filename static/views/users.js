@@ -111,18 +111,18 @@ export function Users() {
     <h1>Users</h1>
     <${CreateUser} onDone=${load} />
     ${(status || error) && html`<p role="status" id="users-status">${status || error}</p>`}
-    ${list === null ? html`<p class="loading">Loading…</p>` : html`<div class="table-wrap"><table id="user-list">
+    ${list === null ? html`<p class="loading">Loading…</p>` : html`<div class="table-wrap"><table class="stack" id="user-list">
       <thead><tr><th scope="col">Username</th><th scope="col">Logs in with</th><th scope="col">Created</th>
         <th scope="col">Changed</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
       <tbody>${list.map((u) => {
         const self = u.id === me;
         const guard = self ? 'You cannot delete yourself.' : only ? 'The last user cannot be deleted.' : '';
         return html`<tr key=${u.id} data-user=${u.username}>
-          <td>${u.username}${self && html` <span class="badge">you</span>`}</td>
-          <td>${methodsText(u.auth_methods)}</td>
-          <td><${Time} at=${u.created_at} /></td>
-          <td>${u.updated_at ? html`<${Time} at=${u.updated_at} />` : '–'}</td>
-          <td><div class="row">
+          <td data-label="Username">${u.username}${self && html` <span class="badge">you</span>`}</td>
+          <td data-label="Logs in with">${methodsText(u.auth_methods)}</td>
+          <td data-label="Created"><${Time} at=${u.created_at} /></td>
+          <td data-label="Changed">${u.updated_at ? html`<${Time} at=${u.updated_at} />` : '–'}</td>
+          <td data-label=""><div class="row">
             <button type="button" class="small edit" onClick=${() => setEditing(editing === u.id ? null : u.id)}>Change password or methods</button>
             <button type="button" class="small danger delete" disabled=${!!guard} title=${guard || undefined}
               onClick=${() => setRemoving(u)}>Delete</button>

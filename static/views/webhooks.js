@@ -47,16 +47,16 @@ export function Webhooks() {
     ${(status || error) && html`<p class="form-error" role="alert">${status || error}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !list.length
       ? html`<p class="empty">No webhooks yet. <a href="/webhooks/new">Create one</a> from a ready-made template (Slack, Teams, PagerDuty…).</p>`
-      : html`<div class="table-wrap"><table id="webhook-list">
+      : html`<div class="table-wrap"><table class="stack" id="webhook-list">
         <thead><tr><th scope="col">Enabled</th><th scope="col">Name</th><th scope="col">Sends</th><th scope="col">To</th>
           <th scope="col">Last delivery</th></tr></thead>
         <tbody>${list.map((w) => html`<tr key=${w.id} data-id=${w.id} class=${w.enabled ? '' : 'dim'}>
-          <td><label class="switch"><input type="checkbox" checked=${w.enabled} onChange=${() => toggle(w)}
+          <td data-label="Enabled"><label class="switch"><input type="checkbox" checked=${w.enabled} onChange=${() => toggle(w)}
             aria-label=${`${w.name} enabled`} /></label></td>
-          <td><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a></td>
-          <td>${w.minLevel} and above${w.kinds && w.kinds.length ? `; ${w.kinds.join(', ')}` : '; every kind'}</td>
-          <td class="wrap">${w.method} <${Url} url=${w.url} /></td>
-          <td class="wrap">${!w.lastAttemptAt ? html`<span class="muted">never</span>` : html`
+          <td data-label="Name"><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a></td>
+          <td data-label="Sends">${w.minLevel} and above${w.kinds && w.kinds.length ? `; ${w.kinds.join(', ')}` : '; every kind'}</td>
+          <td data-label="To" class="wrap">${w.method} <${Url} url=${w.url} /></td>
+          <td data-label="Last delivery" class="wrap">${!w.lastAttemptAt ? html`<span class="muted">never</span>` : html`
             <span class=${`badge ${w.lastError ? 'bad' : 'ok'}`}>${w.lastStatus ?? 'no answer'}</span>
             ${w.lastError && html` <span class="delivery-error" title=${w.lastError}>${failureText(w.lastStatus, w.lastError)}</span>`} <span class="muted">· <${Time} at=${w.lastAttemptAt} /></span>`}</td>
         </tr>`)}</tbody>
