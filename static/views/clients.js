@@ -107,7 +107,7 @@ function Instances({ clientId, instances, dim }) {
       const c = clusterOf(clientId, i.name);
       return c ? html`<a href=${`/clusters/${encodeURIComponent(c.key)}`} title="Open its cluster">${i.name}</a>` : i.name;
     } },
-    { key: 'state', label: 'State', sort: (i) => i.state, render: (i) => html`<span class=${`state state-${i.state}`}>${i.state}</span> <${FaultCause} instance=${i} />` },
+    { key: 'state', label: 'State', className: 'state-cell', sort: (i) => i.state, render: (i) => html`<span class=${`state state-${i.state}`}>${i.state}</span> <${FaultCause} instance=${i} />` },
     { key: 'vrid', label: 'VRID', sort: (i) => i.vrid, render: (i) => i.vrid ?? '–' },
     { key: 'interface', label: 'Interface', sort: (i) => i.interface, render: (i) => i.interface || '–' },
     { key: 'priority', label: 'Priority', sort: (i) => -(i.effectivePriority ?? i.priority ?? -1),
