@@ -183,7 +183,7 @@ fn a_fault_member_shows_its_cause_and_a_disagreeing_backup_is_marked() {
 
 /// The README's screenshots of a FAULT member and its cause.
 #[test]
-#[ignore = "writes docs/screenshots/"]
+#[ignore = "writes doc/screenshots/"]
 fn fault_screenshots() {
     let server = Server::start();
     let admin = server.admin();
@@ -192,7 +192,7 @@ fn fault_screenshots() {
     let b = Browser::start(1200, 820);
     login(&b, &server, "admin", ADMIN_PASSWORD, "/clusters");
     b.wait_text("article.cluster .fault-cause", CAUSE);
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("doc/screenshots");
     let client = &agents[2].identity.id;
     for theme in ["light", "dark"] {
         b.js(

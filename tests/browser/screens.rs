@@ -1,4 +1,4 @@
-//! Screenshots for the README (`docs/screenshots/`), light and dark: a small
+//! Screenshots for the README (`doc/screenshots/`), light and dark: a small
 //! fleet with a failover, a split brain and a healthy pair. Ignored in normal
 //! runs; `cargo test --test browser docs_screenshots -- --ignored` renews them.
 
@@ -10,7 +10,7 @@ use serde_json::json;
 use std::path::Path;
 
 #[test]
-#[ignore = "writes docs/screenshots/"]
+#[ignore = "writes doc/screenshots/"]
 fn docs_screenshots() {
     let server = Server::start();
     let admin = server.admin();
@@ -96,7 +96,7 @@ fn docs_screenshots() {
         json!([]),
     );
 
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/screenshots");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("doc/screenshots");
     let cluster = server
         .get("/api/v1/keepalived/clusters", Auth::Cookie(&admin))
         .body;
