@@ -82,8 +82,14 @@ impl ActivitySink {
                         .into_iter()
                         .filter(|e| !e.data.contains_key("silenced"))
                         .collect();
-                    if !deliver.is_empty() {
-                        self.webhooks.offer(&deliver);
+                    // Offering runs on the recorder's thread (the cluster
+                    // thread among them) with user-made webhook definitions:
+                    // a panic there costs this offer, never the recorder.
+                    if !deliver.is_empty()
+                        && crate::lifecycle::contain_panics(|| self.webhooks.offer(&deliver))
+                            .is_none()
+                    {
+                        log::error!("Offering {} events to the webhooks panicked", deliver.len());
                     }
                 }
                 true

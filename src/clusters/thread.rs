@@ -563,7 +563,14 @@ impl Runner {
         // failing write delays a confirmed change but does not lose it.
         let mut events = std::mem::take(&mut self.unrecorded);
         events.extend(std::mem::take(&mut outcome.events));
-        let retry = !events.is_empty() && !handles.activity.record(events.clone());
+        // Recording carries user text (names, sites) into the store, the
+        // dashboards and the webhooks: a panic there costs these events (a
+        // retry would panic again), never the cluster thread.
+        let retry = !events.is_empty()
+            && !contain_panics(|| handles.activity.record(events.clone())).unwrap_or_else(|| {
+                log::error!("Recording {} cluster events panicked; they are dropped", events.len());
+                true
+            });
         if retry {
             if events.len() > MAX_UNRECORDED {
                 log::error!(

@@ -8,6 +8,7 @@
 //! becomes a 500 for that request only.
 
 pub mod api;
+pub mod origin;
 pub mod request;
 pub mod response;
 pub mod sessions;
@@ -38,12 +39,45 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
     // A WebSocket keeps its own thread for the life of the socket.
     if *rq.method() == tiny_http::Method::Get && ws::is_upgrade(&rq) {
         match rq.url().split('?').next() {
-            Some("/ws/agent") => return sessions::agent::start(app.clone(), tracker.clone(), rq),
+            Some("/ws/agent") => {
+                // The upgrade path runs on this worker too: a panic in it costs
+                // this socket, never the worker (or the process).
+                let (app, tracker) = (app.clone(), tracker.clone());
+                if lifecycle::contain_panics(|| sessions::agent::start(app, tracker, rq)).is_none() {
+                    log::error!("An agent socket's upgrade panicked");
+                }
+                return;
+            }
             Some("/ws/dashboard") => {
-                return sessions::dashboard::start(app.clone(), tracker.clone(), rq)
+                // Another origin's page (even a same-site one: another port)
+                // carries the operator's cookie: its upgrade is refused.
+                if !ws_same_origin(app, &rq) {
+                    let resp = ApiError::new(403, "origin: not this server's origin").into_resp();
+                    if let Err(e) = rq.respond(to_tiny(resp, app.config.security.hsts)) {
+                        log::debug!("Could not send an answer: {e}");
+                    }
+                    return;
+                }
+                let (app, tracker) = (app.clone(), tracker.clone());
+                if lifecycle::contain_panics(|| sessions::dashboard::start(app, tracker, rq))
+                    .is_none()
+                {
+                    log::error!("A dashboard socket's upgrade panicked");
+                }
+                return;
             }
             _ => {}
         }
+    }
+    // Any other upgrade request is refused before its body is touched: tiny_http
+    // hands such a request the raw socket as its body, and reading it "to the
+    // end" held a worker until the peer left (eight of them froze the API).
+    if wants_upgrade(&rq) {
+        let resp = ApiError::new(400, "upgrade: only a WebSocket handshake on /ws/agent or /ws/dashboard").into_resp();
+        if let Err(e) = rq.respond(to_tiny(resp, app.config.security.hsts)) {
+            log::debug!("Could not send an answer: {e}");
+        }
+        return;
     }
     let peer = rq.remote_addr().copied();
     let _busy = peer.map(|p| tracker.busy(p));
@@ -68,6 +102,34 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
     }
 }
 
+/// The same-origin rule of [`refuse_foreign`] for a socket's upgrade request.
+fn ws_same_origin(app: &App, rq: &tiny_http::Request) -> bool {
+    let peer = rq
+        .remote_addr()
+        .map_or(std::net::IpAddr::from([0, 0, 0, 0]), |p| p.ip());
+    let host = request::request_host(
+        peer,
+        ws::header(rq, "x-forwarded-host"),
+        ws::header(rq, "host"),
+        &app.config.security.trusted_proxies,
+    );
+    origin::same_origin(
+        ws::header(rq, "origin"),
+        ws::header(rq, "sec-fetch-site"),
+        host.as_deref(),
+    )
+}
+
+/// Whether a request asks for a protocol change (`Upgrade`, or `Connection:
+/// upgrade`): never served as an ordinary request.
+fn wants_upgrade(rq: &tiny_http::Request) -> bool {
+    rq.headers().iter().any(|h| {
+        h.field.equiv("Upgrade")
+            || (h.field.equiv("Connection")
+                && h.value.as_str().to_ascii_lowercase().contains("upgrade"))
+    })
+}
+
 fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
     let req = match Req::read(rq, &app.config.security.trusted_proxies) {
         Ok(req) => req,
@@ -79,6 +141,9 @@ fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
             return None;
         }
     };
+    if let Some(refused) = refuse_foreign(&req) {
+        return Some(refused.into_resp());
+    }
     let result = api::routes::route(app, &req);
     let resp = result.unwrap_or_else(ApiError::into_resp);
     if resp.status >= 500 {
@@ -87,6 +152,26 @@ fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
         log::debug!("{} {} answered {}", req.method, req.path, resp.status);
     }
     Some(resp)
+}
+
+/// Same origin for every state-changing request that says where it comes from,
+/// and JSON bodies only as `application/json` (a `no-cors` form or `text/plain`
+/// POST from another page is refused before any route sees it).
+fn refuse_foreign(req: &Req) -> Option<ApiError> {
+    if !matches!(req.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
+        return None;
+    }
+    if !origin::same_origin(
+        req.header("origin"),
+        req.header("sec-fetch-site"),
+        req.host.as_deref(),
+    ) {
+        return Some(ApiError::new(403, "origin: not this server's origin"));
+    }
+    if !req.body.is_empty() && !origin::is_json(req.header("content-type")) {
+        return Some(ApiError::new(415, "content-type: must be application/json"));
+    }
+    None
 }
 
 fn to_tiny(resp: Resp, hsts: bool) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
@@ -102,6 +187,7 @@ fn to_tiny(resp: Resp, hsts: bool) -> tiny_http::Response<std::io::Cursor<Vec<u8
         add("Cache-Control", "no-store");
     }
     add("X-Content-Type-Options", "nosniff");
+    add("Referrer-Policy", "no-referrer");
     if hsts {
         add(
             "Strict-Transport-Security",

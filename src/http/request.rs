@@ -21,6 +21,9 @@ pub struct Req {
     pub client_ip: IpAddr,
     /// Came in over HTTPS: only known through a trusted proxy's `X-Forwarded-Proto`.
     pub https: bool,
+    /// The authority the request was sent to: a trusted proxy's
+    /// `X-Forwarded-Host`, else `Host`.
+    pub host: Option<String>,
 }
 
 pub enum ReadError {
@@ -48,6 +51,10 @@ impl Req {
             Some((p, q)) => (p.to_owned(), q.to_owned()),
             None => (rq.url().to_owned(), String::new()),
         };
+        // Refused before a byte of it is read: the body can only be too large.
+        if rq.body_length().is_some_and(|n| n > MAX_BODY) {
+            return Err(ReadError::TooLarge);
+        }
         let mut body = Vec::new();
         rq.as_reader()
             .take(MAX_BODY as u64 + 1)
@@ -68,7 +75,9 @@ impl Req {
             header("x-forwarded-proto"),
             trusted,
         );
+        let host = request_host(peer.ip(), header("x-forwarded-host"), header("host"), trusted);
         Ok(Req {
+            host,
             method: rq.method().as_str().to_ascii_uppercase(),
             path: raw_path,
             query: parse_query(&raw_query),
@@ -155,6 +164,23 @@ pub fn client_address(
         }
     }
     (client, https)
+}
+
+/// The authority a request was sent to: the first entry of `X-Forwarded-Host`
+/// when the peer is a trusted proxy, else the `Host` header.
+pub fn request_host(
+    peer: IpAddr,
+    forwarded_host: Option<&str>,
+    host: Option<&str>,
+    trusted: &[ProxyRule],
+) -> Option<String> {
+    let peer = canonical_ip(peer);
+    let forwarded = forwarded_host
+        .filter(|_| trusted.iter().any(|r| r.contains(peer)))
+        .and_then(|f| f.split(',').next())
+        .map(str::trim)
+        .filter(|f| !f.is_empty());
+    forwarded.or(host).map(str::to_owned)
 }
 
 fn parse_query(q: &str) -> Vec<(String, String)> {

@@ -203,7 +203,9 @@ impl Dispatcher {
         let (tx, rx) = bounded::<Value>(QUEUE);
         let (handles, id) = (self.handles.clone(), hook.id.clone());
         let spawned = std::thread::Builder::new()
-            .name(format!("webhook:{}", hook.spec.name))
+            // The id, never the name: a name is user text (a NUL made
+            // `Builder::name` panic on the cluster thread and end the process).
+            .name(format!("webhook:{}", short_id(&hook.id)))
             .spawn(move || {
                 for event in rx {
                     // The configuration is read per delivery: it may have changed; a
@@ -256,6 +258,14 @@ impl StoredEvents for Dispatcher {
             }
         }
     }
+}
+
+/// The first 8 characters of an id (a UUID), for a thread name: Linux keeps 15 bytes.
+fn short_id(id: &str) -> String {
+    id.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(8)
+        .collect()
 }
 
 /// Delivers one event, with the retries, and records the outcome.

@@ -47,6 +47,10 @@ pub fn validate(body: &Map<String, Value>) -> Result<WebhookSpec, Invalid> {
         }
     };
     let name = text("name")?.trim().to_owned();
+    // A name reaches log lines and the dashboard: no control characters.
+    if name.chars().any(char::is_control) {
+        return Err(invalid("name", "must not contain control characters"));
+    }
     let url = text("url")?.trim().to_owned();
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {

@@ -12,6 +12,7 @@ mod first_sighting;
 mod full_disk;
 mod history;
 mod hostile;
+mod hostile_input;
 mod http;
 mod import;
 mod kill9;

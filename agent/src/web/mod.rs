@@ -45,6 +45,10 @@ const MAX_REGISTER_BODY: usize = 8 * 1024;
 /// Workers: a registration waits up to 10 s for the server and `POST /api/connect` up to
 /// 6 s for a handshake; the status page must stay responsive meanwhile.
 const WORKERS: usize = 4;
+/// Longest wait for the next request on a connection, and for any one read.
+const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+/// Longest a request head may take from its first byte.
+const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Which routes exist, decided once at start.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,15 +180,26 @@ pub fn start(
     };
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| StartError::Listen(format!("cannot listen on {addr}: {e}")))?;
+    // The same deadlines as the server's (tiny_http patched, see
+    // vendor/tiny_http/VENDORED.md): a request head within HEADER_TIMEOUT of
+    // its first byte, and no read, an idle keep-alive wait or a stalled body,
+    // blocks longer than IDLE_TIMEOUT.
+    let limits = tiny_http::Limits {
+        read_timeout: Some(IDLE_TIMEOUT),
+        head_deadline: Some(HEADER_TIMEOUT),
+        // Read before a worker sees the request: slow senders hold no worker.
+        prebuffer_body: MAX_REGISTER_BODY,
+    };
     let server = match tls {
-        None => Server::from_listener(listener, None)
+        None => Server::from_listener_with_limits(listener, None, limits)
             .map_err(|e| StartError::Listen(format!("cannot serve on {addr}: {e}")))?,
-        Some(pem) => Server::from_listener(
+        Some(pem) => Server::from_listener_with_limits(
             listener,
             Some(tiny_http::SslConfig {
                 certificate: pem.cert,
                 private_key: pem.key,
             }),
+            limits,
         )
         .map_err(|e| {
             StartError::Tls(format!("tls: the certificate and key cannot be used: {e}"))
@@ -284,15 +299,28 @@ fn serve(state: &WebState, mut req: Request, stopping: &AtomicBool) {
             return;
         }
     }
-    let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| route(state, &mut req)))
+    // Any other upgrade request is refused before its body is touched: tiny_http
+    // hands it the raw socket as body, and reading that "to the end" held a
+    // worker until the peer left (four froze the web server).
+    let wants_upgrade = req.headers().iter().any(|h| {
+        h.field.equiv("Upgrade")
+            || (h.field.equiv("Connection")
+                && h.value.as_str().to_ascii_lowercase().contains("upgrade"))
+    });
+    let reply = if wants_upgrade {
+        Reply::error(400, "upgrade: not a WebSocket route")
+    } else {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| route(state, &mut req)))
         .unwrap_or_else(|_| {
             log::error!("request handler failed: {} {}", req.method(), req.url());
             Reply::error(500, "Internal error")
-        });
+        })
+    };
     let mut resp = Response::from_data(reply.body)
         .with_status_code(StatusCode(reply.status))
         .with_header(header("Content-Type", reply.content_type))
-        .with_header(header("Cache-Control", "no-store"));
+        .with_header(header("Cache-Control", "no-store"))
+        .with_header(header("Referrer-Policy", "no-referrer"));
     if let Some(loc) = reply.location {
         resp = resp.with_header(header("Location", loc));
     }

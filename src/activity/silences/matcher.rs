@@ -132,6 +132,13 @@ pub fn validate(
         Some(Value::String(s)) if s.chars().count() > 500 => {
             return Err(("comment".into(), "must be at most 500 characters".into()))
         }
+        // A comment reaches event data, log lines and webhooks: no control characters.
+        Some(Value::String(s)) if s.chars().any(char::is_control) => {
+            return Err((
+                "comment".into(),
+                "must not contain control characters".into(),
+            ))
+        }
         Some(Value::String(s)) => s.trim().to_owned(),
         Some(_) => return Err(("comment".into(), "must be a string".into())),
     };

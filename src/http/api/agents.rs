@@ -1,7 +1,7 @@
 //! Routes about agents: registration tokens, registration, clients and their
 //! readings.
 
-use super::validate::{invalid, Body};
+use super::validate::{invalid, no_control, Body};
 use crate::activity::Event;
 use crate::agents::clients::{self, ClientError, ClientUpdate, SITE_MAX};
 use crate::agents::outbound;
@@ -205,7 +205,13 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
     let display_name = body
         .optional_string("displayName")?
         .map(|s| s.trim().to_owned());
+    if let Some(name) = &display_name {
+        no_control("displayName", name)?;
+    }
     let site = nullable(&body, "site")?;
+    if let Some(Some(s)) = &site {
+        no_control("site", s)?;
+    }
     if site
         .as_ref()
         .and_then(|s| s.as_ref())

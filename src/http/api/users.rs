@@ -1,7 +1,7 @@
 //! `/api/v1/users`: listing and managing operators.
 
 use super::auth::set_session;
-use super::validate::{invalid, Body};
+use super::validate::{invalid, no_control, Body};
 use crate::auth::users::{self, AuthMethods, NewUser, UserError, UserUpdate};
 use crate::auth::Session;
 use crate::clock::iso;
@@ -42,6 +42,7 @@ fn parse_methods(body: &Body) -> Result<Option<AuthMethods>, ApiError> {
 pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
     let body = Body::parse(&req.body)?;
     let username = body.required_text("username")?;
+    no_control("username", &username)?;
     let password = body.optional_string("password")?.filter(|p| !p.is_empty());
     let auth_methods = parse_methods(&body)?.unwrap_or(AuthMethods::Local);
     users::create(

@@ -58,6 +58,16 @@ impl Body {
     }
 }
 
+/// Names, display names, site names and comments reach thread names, log lines
+/// and other people's screens: none may hold a control character (a NUL in a
+/// user name once ended the process, a newline forges a log line).
+pub fn no_control(path: &str, text: &str) -> Result<(), ApiError> {
+    if text.chars().any(char::is_control) {
+        return Err(invalid(path, "must not contain control characters"));
+    }
+    Ok(())
+}
+
 /// The spec's validation error: `<field path>: <message>`.
 pub fn invalid(path: &str, message: &str) -> ApiError {
     ApiError::bad_request(format!("{path}: {message}"))
@@ -90,5 +100,11 @@ mod tests {
         assert_eq!(b.required_text("c").unwrap(), "x");
         assert_eq!(b.optional_string("z").unwrap(), None);
         assert!(Body::parse(b"").unwrap().is_empty());
+        assert_eq!(
+            no_control("username", "nul\u{0}user").unwrap_err().message,
+            "username: must not contain control characters"
+        );
+        assert!(no_control("site", "dc-1 Zürich").is_ok());
+        assert!(no_control("comment", "a\u{7f}").is_err());
     }
 }

@@ -56,7 +56,9 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
             return socket.close(1011, "Internal error");
         }
     };
-    let name = format!("ws-dash:{}", session.username);
+    // The user's id, never the name: a name is user text (a NUL in it made
+    // `Builder::name` panic and ended the process).
+    let name = format!("ws-dash:{}", session.user_id);
     let spawned = std::thread::Builder::new()
         .stack_size(256 * 1024)
         .name(name)

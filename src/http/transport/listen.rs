@@ -212,7 +212,19 @@ fn start_generation(listener: &TcpListener, n: u32, shared: &Shared) -> io::Resu
             let before: HashSet<i32> = conns::tids_named(conns::ACCEPT_THREAD)
                 .into_iter()
                 .collect();
-            let server = tiny_http::Server::from_listener(clone, None);
+            // Per-connection deadlines inside tiny_http (our patch, see
+            // vendor/tiny_http/VENDORED.md): a request head must arrive within
+            // the header timeout, and no read (a stalled body on a worker
+            // included) blocks longer. Idle connections stay the reaper's.
+            let header = conns::IdlePolicy::default().header;
+            let limits = tiny_http::Limits {
+                read_timeout: Some(header),
+                head_deadline: Some(header),
+                // Bodies are read before a worker sees the request: eight slow
+                // senders cannot hold the eight workers.
+                prebuffer_body: crate::http::request::MAX_BODY,
+            };
+            let server = tiny_http::Server::from_listener_with_limits(clone, None, limits);
             let accept_tid = conns::tids_named(conns::ACCEPT_THREAD)
                 .into_iter()
                 .filter(|t| *t != me && !before.contains(t))

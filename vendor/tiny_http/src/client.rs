@@ -34,6 +34,13 @@ pub struct ClientConnection {
 
     // true if the connection goes through SSL
     secure: bool,
+
+    // vrrp-monitor patch: how long a request's head may take from its first byte
+    head_deadline: Option<std::time::Duration>,
+
+    // vrrp-monitor patch: bodies up to this size are read before the request is
+    // handed out (see `Request::prebuffer`); 0: not at all
+    prebuffer: usize,
 }
 
 /// Error that can happen when reading a request.
@@ -44,6 +51,15 @@ enum ReadError {
     /// the client sent an unrecognized `Expect` header
     ExpectationFailed(HTTPVersion),
     ReadIoError(IoError),
+    /// vrrp-monitor patch: request line and headers beyond `MAX_HEAD` bytes
+    HeadTooLarge,
+}
+
+/// Where a request's head stands while it arrives (vrrp-monitor patch).
+struct HeadBudget {
+    used: usize,
+    started: Option<std::time::Instant>,
+    deadline: Option<std::time::Duration>,
 }
 
 impl ClientConnection {
@@ -65,7 +81,21 @@ impl ClientConnection {
             next_header_source: first_header,
             no_more_requests: false,
             secure,
+            head_deadline: None,
+            prebuffer: 0,
         }
+    }
+
+    /// vrrp-monitor patch: close a connection whose request head takes longer.
+    pub(crate) fn with_head_deadline(mut self, d: Option<std::time::Duration>) -> Self {
+        self.head_deadline = d;
+        self
+    }
+
+    /// vrrp-monitor patch: read bodies up to `limit` bytes before handing a request out.
+    pub(crate) fn with_prebuffer(mut self, limit: usize) -> Self {
+        self.prebuffer = limit;
+        self
     }
 
     /// true if the connection is HTTPS
@@ -76,8 +106,9 @@ impl ClientConnection {
     /// Reads the next line from self.next_header_source.
     ///
     /// Reads until `CRLF` is reached. The next read will start
-    ///  at the first byte of the new line.
-    fn read_next_line(&mut self) -> IoResult<AsciiString> {
+    ///  at the first byte of the new line. vrrp-monitor patch: counts every byte
+    ///  against the head's budget (size and deadline).
+    fn read_next_line(&mut self, budget: &mut HeadBudget) -> Result<AsciiString, ReadError> {
         let mut buf = Vec::new();
         let mut prev_byte_was_cr = false;
 
@@ -85,14 +116,36 @@ impl ClientConnection {
             let byte = self.next_header_source.by_ref().bytes().next();
 
             let byte = match byte {
-                Some(b) => b?,
-                None => return Err(IoError::new(ErrorKind::ConnectionAborted, "Unexpected EOF")),
+                Some(b) => b.map_err(ReadError::ReadIoError)?,
+                None => {
+                    return Err(ReadError::ReadIoError(IoError::new(
+                        ErrorKind::ConnectionAborted,
+                        "Unexpected EOF",
+                    )))
+                }
             };
+            let started = *budget.started.get_or_insert_with(std::time::Instant::now);
+            budget.used += 1;
+            if budget.used > crate::MAX_HEAD {
+                return Err(ReadError::HeadTooLarge);
+            }
+            if let Some(d) = budget.deadline {
+                if started.elapsed() > d {
+                    return Err(ReadError::ReadIoError(IoError::new(
+                        ErrorKind::TimedOut,
+                        "request head took too long",
+                    )));
+                }
+            }
 
             if byte == b'\n' && prev_byte_was_cr {
                 buf.pop(); // removing the '\r'
-                return AsciiString::from_ascii(buf)
-                    .map_err(|_| IoError::new(ErrorKind::InvalidInput, "Header is not in ASCII"));
+                return AsciiString::from_ascii(buf).map_err(|_| {
+                    ReadError::ReadIoError(IoError::new(
+                        ErrorKind::InvalidInput,
+                        "Header is not in ASCII",
+                    ))
+                });
             }
 
             prev_byte_was_cr = byte == b'\r';
@@ -104,10 +157,15 @@ impl ClientConnection {
     /// Reads a request from the stream.
     /// Blocks until the header has been read.
     fn read(&mut self) -> Result<Request, ReadError> {
+        let mut budget = HeadBudget {
+            used: 0,
+            started: None,
+            deadline: self.head_deadline,
+        };
         let (method, path, version, headers) = {
             // reading the request line
             let (method, path, version) = {
-                let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                let line = self.read_next_line(&mut budget)?;
 
                 parse_request_line(
                     line.as_str().trim(), // TODO: remove this conversion
@@ -118,7 +176,7 @@ impl ClientConnection {
             let headers = {
                 let mut headers = Vec::new();
                 loop {
-                    let line = self.read_next_line().map_err(ReadError::ReadIoError)?;
+                    let line = self.read_next_line(&mut budget)?;
 
                     if line.is_empty() {
                         break;
@@ -164,6 +222,18 @@ impl ClientConnection {
             }
         })?;
 
+        // vrrp-monitor patch: the body on this thread, within the head's deadline
+        let mut request = request;
+        if self.prebuffer > 0 {
+            let deadline = budget
+                .started
+                .zip(self.head_deadline)
+                .map(|(start, d)| start + d);
+            request
+                .prebuffer(self.prebuffer, deadline)
+                .map_err(ReadError::ReadIoError)?;
+        }
+
         // return the request
         Ok(request)
     }
@@ -201,6 +271,25 @@ impl Iterator for ClientConnection {
                     response.raw_print(writer, ver, &[], false, None).ok();
                     return None; // we don't know where the next request would start,
                                  // se we have to close
+                }
+
+                Err(ReadError::HeadTooLarge) => {
+                    let writer = self.sink.next().unwrap();
+                    let response = Response::from_string(
+                        "{\"error\":\"request line and headers: at most 16 KiB\"}",
+                    )
+                    .with_status_code(StatusCode(431))
+                    .with_header(
+                        "Content-Type: application/json"
+                            .parse::<crate::Header>()
+                            .unwrap(),
+                    )
+                    .with_header("Connection: close".parse::<crate::Header>().unwrap())
+                    .with_header("Referrer-Policy: no-referrer".parse::<crate::Header>().unwrap());
+                    response
+                        .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
+                        .ok();
+                    return None; // the rest of the head is never read: close
                 }
 
                 Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {
@@ -306,4 +395,44 @@ mod test {
         assert!(super::parse_request_line("GET /hello").is_err());
         assert!(super::parse_request_line("qsd qsd qsd").is_err());
     }
+}
+
+/// vrrp-monitor patch: runs a connection over `data` (through a Unix socket pair,
+/// the same code path as a TCP connection) and reads each request's body as
+/// its framing says. For the fuzz target and its replay test.
+pub(crate) fn fuzz_parse(data: &[u8]) -> Vec<Result<(String, String, Vec<u8>), String>> {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let (ours, theirs) = match UnixStream::pair() {
+        Ok(p) => p,
+        Err(e) => return vec![Err(e.to_string())],
+    };
+    let data = data.to_vec();
+    let peer = std::thread::spawn(move || {
+        let mut theirs = theirs;
+        let _ = theirs.write_all(&data);
+        let _ = theirs.shutdown(std::net::Shutdown::Write);
+        let mut answers = Vec::new();
+        let _ = theirs.read_to_end(&mut answers);
+    });
+    let conn = crate::connection::Connection::from(ours);
+    let (read, write) = RefinedTcpStream::new(conn);
+    let client = ClientConnection::new(write, read).with_prebuffer(64 * 1024);
+    let mut out = Vec::new();
+    for mut rq in client {
+        let mut body = Vec::new();
+        // An upgrade's body is the rest of the socket: bounded here as the
+        // servers bound theirs (they never read it).
+        let r = rq.as_reader().take(2 * 1024 * 1024).read_to_end(&mut body);
+        out.push(match r {
+            Ok(_) => Ok((rq.method().to_string(), rq.url().to_owned(), body)),
+            Err(e) => Err(e.to_string()),
+        });
+        let _ = rq.respond(crate::Response::empty(204));
+        if out.len() > 1000 {
+            break;
+        }
+    }
+    let _ = peer.join();
+    out
 }

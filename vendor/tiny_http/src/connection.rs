@@ -95,6 +95,15 @@ impl Connection {
         }
     }
 
+    /// Bounds every blocking read (vrrp-monitor patch: a stalled peer must not
+    /// hold a thread forever).
+    pub(crate) fn set_read_timeout(&self, t: Option<std::time::Duration>) -> std::io::Result<()> {
+        match self {
+            Connection::Tcp(s) => s.set_read_timeout(t),
+            Connection::Unix(s) => s.set_read_timeout(t),
+        }
+    }
+
     pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
         match self {
             Self::Tcp(s) => s.try_clone().map(Self::from),

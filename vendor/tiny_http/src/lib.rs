@@ -1,3 +1,4 @@
+#![allow(dead_code, unused_imports)] // vrrp-monitor: upstream code kept as it is
 //! # Simple usage
 //!
 //! ## Creating the server
@@ -115,6 +116,34 @@ pub use connection::{ConfigListenAddr, ListenAddr, Listener};
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
+
+/// Per-connection limits (vrrp-monitor patch; the 16 KiB cap on a request's
+/// head, [`MAX_HEAD`], always applies).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Limits {
+    /// Longest a single read may block (`SO_RCVTIMEO`): bounds an idle wait for
+    /// the next request and a stalled body. `None`: no limit.
+    pub read_timeout: Option<Duration>,
+    /// Longest a request's line and headers may take to arrive, counted from
+    /// its first byte. Past it the connection is closed.
+    pub head_deadline: Option<Duration>,
+    /// Bodies up to this many bytes are read on the connection's thread before
+    /// the request is handed out (within `head_deadline` of the head's first
+    /// byte), so a slow sender never holds a worker. 0: not at all.
+    pub prebuffer_body: usize,
+}
+
+/// Request line and headers together at most this many bytes: beyond it the
+/// answer is 431 and the connection closes (vrrp-monitor patch).
+pub const MAX_HEAD: usize = 16 * 1024;
+
+/// Reads every request the bytes hold the way a connection would, for fuzzing:
+/// the requests' method, URL and body (read to its framed end), or the error
+/// that ended the connection (vrrp-monitor patch).
+#[doc(hidden)]
+pub fn fuzz_parse(data: &[u8]) -> Vec<Result<(String, String, Vec<u8>), String>> {
+    client::fuzz_parse(data)
+}
 
 mod client;
 mod common;
@@ -243,6 +272,15 @@ impl Server {
         listener: L,
         ssl_config: Option<SslConfig>,
     ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
+        Self::from_listener_with_limits(listener, ssl_config, Limits::default())
+    }
+
+    /// `from_listener` with time limits per connection (vrrp-monitor patch).
+    pub fn from_listener_with_limits<L: Into<Listener>>(
+        listener: L,
+        ssl_config: Option<SslConfig>,
+        limits: Limits,
+    ) -> Result<Server, Box<dyn Error + Send + Sync + 'static>> {
         let listener = listener.into();
         // building the "close" variable
         let close_trigger = Arc::new(AtomicBool::new(false));
@@ -290,6 +328,10 @@ impl Server {
                 let new_client = match server.accept() {
                     Ok((sock, _)) => {
                         use util::RefinedTcpStream;
+                        // Set before the TLS handshake too, which reads on this thread.
+                        if sock.set_read_timeout(limits.read_timeout).is_err() {
+                            continue;
+                        }
                         let (read_closable, write_closable) = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(feature = "ssl-rustls")]
@@ -307,7 +349,9 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable))
+                        Ok(ClientConnection::new(write_closable, read_closable)
+                            .with_head_deadline(limits.head_deadline)
+                            .with_prebuffer(limits.prebuffer_body))
                     }
                     Err(e) => Err(e),
                 };

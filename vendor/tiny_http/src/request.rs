@@ -178,7 +178,12 @@ where
             .find(|h: &&Header| h.field.equiv("Connection"))
             .map(|h| h.value.as_str())
         {
-            Some(v) if v.to_ascii_lowercase().contains("upgrade") => true,
+            // vrrp-monitor patch: the raw socket becomes the body only for a real
+            // upgrade request (with an `Upgrade` header); any other request's body
+            // is framed by Content-Length or chunked encoding, never "to the end".
+            Some(v) if v.to_ascii_lowercase().contains("upgrade") => headers
+                .iter()
+                .any(|h| h.field.equiv("Upgrade")),
             _ => false,
         }
     };
@@ -242,6 +247,63 @@ where
 }
 
 impl Request {
+    /// vrrp-monitor patch: reads the body (up to `limit + 1` bytes, framed by
+    /// Content-Length or chunked encoding) on the connection's own thread before
+    /// the request is handed out, so a worker never waits on a slow or stalled
+    /// sender. Memory grows with the bytes that actually arrive, never with what
+    /// Content-Length claims. A body declared larger than `limit` is left
+    /// unread (the handler refuses it by its length), and so is an upgrade's
+    /// raw socket. Past `deadline` the read fails with `TimedOut`.
+    pub(crate) fn prebuffer(
+        &mut self,
+        limit: usize,
+        deadline: Option<std::time::Instant>,
+    ) -> io::Result<()> {
+        let upgrade = self.headers.iter().any(|h| h.field.equiv("Upgrade"));
+        let chunked = self
+            .headers
+            .iter()
+            .any(|h| h.field.equiv("Transfer-Encoding"));
+        let declared = self.body_length;
+        if upgrade || declared.is_some_and(|n| n == 0 || n > limit) || (declared.is_none() && !chunked) {
+            return Ok(());
+        }
+        let result = self.prebuffer_inner(limit, deadline);
+        if result.is_err() {
+            // The connection answers (408) or just closes: this request must not
+            // answer 500 first when it is dropped.
+            self.response_writer = None;
+        }
+        result
+    }
+
+    fn prebuffer_inner(
+        &mut self,
+        limit: usize,
+        deadline: Option<std::time::Instant>,
+    ) -> io::Result<()> {
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 8192];
+        {
+            let reader = self.as_reader();
+            while buf.len() <= limit {
+                if deadline.is_some_and(|d| std::time::Instant::now() > d) {
+                    return Err(IoError::new(ErrorKind::TimedOut, "request body took too long"));
+                }
+                let want = chunk.len().min(limit + 1 - buf.len());
+                match reader.read(&mut chunk[..want]) {
+                    Ok(0) => break,
+                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        let rest = self.extract_reader_impl();
+        self.data_reader = Some(Box::new(Cursor::new(buf).chain(rest)));
+        Ok(())
+    }
+
     /// Returns true if the request was made through HTTPS.
     #[inline]
     pub fn secure(&self) -> bool {

@@ -1,0 +1,350 @@
+//! Hostile input (issue 31), against the real binary over raw sockets: no input
+//! freezes the API or ends the process, and what was stored before is still
+//! there after each attack.
+//!
+//! Upgrade requests that are no WebSocket handshake, request heads without end,
+//! slow bodies, control characters in names, a NUL in a stored user name,
+//! requests from another origin, and the headers every answer carries.
+
+use crate::harness::{Auth, Server, Ws};
+use serde_json::json;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+fn raw(server: &Server, bytes: &[u8]) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    s.write_all(bytes).unwrap();
+    s
+}
+
+/// The status of the answer waiting on `s`, if one comes within `wait`.
+fn status_of(s: &mut TcpStream, wait: Duration) -> Option<u16> {
+    s.set_read_timeout(Some(wait)).unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    let line = String::from_utf8_lossy(&head);
+    line.split(' ').nth(1)?.parse().ok()
+}
+
+/// Whether the server closed `s` (EOF or reset) within `wait`, answers skipped.
+fn closes_within(s: &mut TcpStream, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline {
+        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        match s.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue
+            }
+            Err(_) => return true,
+        }
+    }
+    false
+}
+
+fn health_within(server: &Server, limit: Duration) {
+    let t = Instant::now();
+    let answer = server.get("/api/health", Auth::None);
+    let took = t.elapsed();
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    assert!(took < limit, "health took {took:?}");
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+/// Something stored before an attack, to read back after it.
+fn store_a_user(server: &Server, admin: &str, name: &str) {
+    let created = server.post(
+        "/api/v1/users",
+        Auth::Cookie(admin),
+        &json!({ "username": name, "password": "a-long-password-1" }).to_string(),
+    );
+    assert_eq!(created.status, 201, "{:?}", created.body);
+}
+
+fn user_names(server: &Server, admin: &str) -> Vec<String> {
+    let list = server.get("/api/v1/users", Auth::Cookie(admin));
+    assert_eq!(list.status, 200, "{:?}", list.body);
+    list.body
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| u["username"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn upgrade_requests_that_are_no_handshake_are_refused_and_hold_no_worker() {
+    let server = Server::start();
+    let admin = server.admin();
+    store_a_user(&server, &admin, "kept-before-upgrades");
+    // Three per HTTP worker: on the old code each held a worker reading the
+    // socket "to its end" and health got no answer at all.
+    let mut conns: Vec<TcpStream> = (0..12)
+        .map(|_| raw(&server, b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\n\r\n"))
+        .chain((0..12).map(|_| {
+            raw(
+                &server,
+                b"POST /api/v1/register HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n",
+            )
+        }))
+        .collect();
+    health_within(&server, Duration::from_secs(1));
+    for (i, c) in conns.iter_mut().enumerate() {
+        assert_eq!(status_of(c, Duration::from_secs(5)), Some(400), "connection {i}");
+    }
+    health_within(&server, Duration::from_secs(1));
+    assert!(user_names(&server, &admin).contains(&"kept-before-upgrades".to_owned()));
+}
+
+#[test]
+fn request_heads_are_at_most_16_kib_and_endless_ones_cost_no_memory() {
+    let server = Server::start();
+    let admin = server.admin();
+    store_a_user(&server, &admin, "kept-before-heads");
+    // Just below the limit: served.
+    let pad = "a".repeat(15 * 1024);
+    let mut ok = raw(
+        &server,
+        format!("GET /api/v1/ping HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status_of(&mut ok, Duration::from_secs(5)), Some(200));
+    // Above it: 431, and the connection closes (the rest is never read).
+    let pad = "a".repeat(17 * 1024);
+    let mut big = raw(
+        &server,
+        format!("GET /api/v1/ping HTTP/1.1\r\nHost: x\r\nX-Pad: {pad}\r\n\r\n").as_bytes(),
+    );
+    assert_eq!(status_of(&mut big, Duration::from_secs(5)), Some(431));
+    assert!(closes_within(&mut big, Duration::from_secs(5)));
+
+    // Ten headers without end, 8 MiB each offered as fast as the server takes
+    // them: refused early, the server's memory barely moves.
+    let before = rss_kib(server.pid());
+    let port = server.port();
+    let senders: Vec<_> = (0..10)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+                let _ = s.write_all(b"GET /api/v1/ping HTTP/1.1\r\nX-Endless: ");
+                let chunk = vec![b'b'; 64 * 1024];
+                let mut sent = 0usize;
+                while sent < 8 * 1024 * 1024 {
+                    if s.write_all(&chunk).is_err() {
+                        break;
+                    }
+                    sent += chunk.len();
+                }
+                sent
+            })
+        })
+        .collect();
+    for s in senders {
+        let sent = s.join().unwrap();
+        assert!(sent < 8 * 1024 * 1024, "an endless header was taken whole ({sent} bytes)");
+    }
+    let grown = rss_kib(server.pid()).saturating_sub(before);
+    assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
+    health_within(&server, Duration::from_secs(1));
+    assert!(user_names(&server, &admin).contains(&"kept-before-heads".to_owned()));
+}
+
+#[test]
+fn slow_bodies_hold_no_worker() {
+    let server = Server::start();
+    let admin = server.admin();
+    store_a_user(&server, &admin, "kept-before-bodies");
+    // Bodies that never finish, two per worker: a declared length, and chunks.
+    let _slow: Vec<TcpStream> = (0..8)
+        .map(|_| {
+            raw(
+                &server,
+                b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"user",
+            )
+        })
+        .chain((0..8).map(|_| {
+            raw(
+                &server,
+                b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n6\r\n{\"user\r\n",
+            )
+        }))
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    health_within(&server, Duration::from_secs(1));
+    // A body declared larger than 1 MiB is refused by its length, unread.
+    let mut huge = raw(
+        &server,
+        b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n",
+    );
+    assert_eq!(status_of(&mut huge, Duration::from_secs(5)), Some(413));
+    assert!(user_names(&server, &admin).contains(&"kept-before-bodies".to_owned()));
+}
+
+#[test]
+fn names_and_comments_with_control_characters_are_refused() {
+    let server = Server::start();
+    let admin = server.admin();
+    let post = |path: &str, body: serde_json::Value| {
+        server.post(path, Auth::Cookie(&admin), &body.to_string())
+    };
+    for name in ["nul\u{0}user", "two\nlines", "bell\u{7}"] {
+        let a = post("/api/v1/users", json!({ "username": name, "password": "a-long-password-1" }));
+        assert_eq!(a.status, 400, "{name:?}: {:?}", a.body);
+        assert_eq!(a.error(), "username: must not contain control characters");
+    }
+    let a = post(
+        "/api/v1/webhooks",
+        json!({ "name": "chat\r\nX", "url": "http://127.0.0.1:9/x", "bodyTemplate": "{}" }),
+    );
+    assert_eq!(a.status, 400, "{:?}", a.body);
+    assert_eq!(a.error(), "name: must not contain control characters");
+    let ends_at = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    let a = post(
+        "/api/v1/silences",
+        json!({ "matcher": { "kind": "vrrp.*" }, "endsAt": ends_at, "comment": "fix\u{0}" }),
+    );
+    assert_eq!(a.status, 400, "{:?}", a.body);
+    assert_eq!(a.error(), "comment: must not contain control characters");
+    let agent = server.register_agent(&admin, "lb-names");
+    let path = format!("/api/v1/clients/{}", agent.id);
+    for (field, value) in [("displayName", "a\u{1b}[31m"), ("site", "dc\n1")] {
+        let a = server.put(&path, Auth::Cookie(&admin), &json!({ field: value }).to_string());
+        assert_eq!(a.status, 400, "{field}: {:?}", a.body);
+        assert_eq!(a.error(), format!("{field}: must not contain control characters"));
+    }
+    // Nothing of it was stored; a clean name still is.
+    assert!(!user_names(&server, &admin).iter().any(|n| n.contains("user")));
+    let fine = server.put(&path, Auth::Cookie(&admin), &json!({ "site": "dc-1" }).to_string());
+    assert_eq!(fine.status, 200, "{:?}", fine.body);
+}
+
+#[test]
+fn a_nul_in_a_stored_user_name_costs_no_process() {
+    let server = Server::start();
+    let admin = server.admin();
+    store_a_user(&server, &admin, "nuluser");
+    // Stored before the rule existed (or by hand): the API no longer takes it.
+    server.sql("UPDATE users SET username = 'nul' || char(0) || 'user' WHERE username = 'nuluser';");
+    let token = server.login("nul\u{0}user", "a-long-password-1");
+    // On the old code the thread name `ws-dash:nul\0user` panicked and the
+    // process exited.
+    let mut dash = server.dashboard(&token);
+    dash.expect("CLIENTS_UPDATE");
+    health_within(&server, Duration::from_secs(1));
+    assert!(server
+        .thread_names()
+        .iter()
+        .any(|n| n.starts_with("ws-dash:") && !n.contains("nul")));
+    assert!(user_names(&server, &admin).len() >= 2);
+}
+
+#[test]
+fn another_origin_may_not_change_anything_or_read_the_feed() {
+    let server = Server::start();
+    let admin = server.admin();
+    let own = format!("http://127.0.0.1:{}", server.port());
+    let tokens = |headers: &[(&str, &str)]| {
+        server.request(
+            "POST",
+            "/api/v1/tokens",
+            Auth::Cookie(&admin),
+            headers,
+            Some("{}"),
+        )
+    };
+    // Another port of the same host is same-site, not same-origin.
+    let foreign = tokens(&[("origin", "http://127.0.0.1:1")]);
+    assert_eq!(foreign.status, 403, "{:?}", foreign.body);
+    assert_eq!(foreign.error(), "origin: not this server's origin");
+    assert_eq!(tokens(&[("sec-fetch-site", "same-site")]).status, 403);
+    assert_eq!(tokens(&[("origin", "null")]).status, 403);
+    // The server's own origin, and scripts that send none, still work.
+    assert_eq!(tokens(&[("origin", own.as_str())]).status, 200);
+    assert_eq!(tokens(&[("sec-fetch-site", "same-origin")]).status, 200);
+    assert_eq!(tokens(&[]).status, 200);
+
+    // A `no-cors` text/plain POST (all another page can send without asking).
+    let mut plain = raw(
+        &server,
+        format!(
+            "POST /api/v1/tokens HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: svc_session={admin}\r\nContent-Type: text/plain\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}"
+        )
+        .as_bytes(),
+    );
+    assert_eq!(status_of(&mut plain, Duration::from_secs(5)), Some(415));
+    let list = server.get("/api/v1/tokens", Auth::Cookie(&admin));
+    assert_eq!(list.status, 200, "{:?}", list.body);
+    let listed = list.body.as_array().map_or_else(
+        || list.body["tokens"].as_array().map_or(0, Vec::len),
+        Vec::len,
+    );
+    assert_eq!(listed, 3, "only the same-origin and script tokens: {:?}", list.body);
+
+    // The live feed: the upgrade from another origin is refused.
+    use tungstenite::client::IntoClientRequest;
+    let mut request = format!("ws://127.0.0.1:{}/ws/dashboard", server.port())
+        .into_client_request()
+        .unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", format!("svc_session={admin}").parse().unwrap());
+    request
+        .headers_mut()
+        .insert("origin", "http://127.0.0.1:1".parse().unwrap());
+    let stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    match tungstenite::client::client(request, stream) {
+        Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(resp))) => {
+            assert_eq!(resp.status().as_u16(), 403)
+        }
+        Err(e) => panic!("unexpected failure: {e}"),
+        Ok(_) => panic!("a foreign origin got the live feed"),
+    }
+    let cookie = format!("svc_session={admin}");
+    let mut same = Ws::connect(
+        server.port(),
+        "/ws/dashboard",
+        &[("cookie", cookie.as_str()), ("origin", own.as_str())],
+    );
+    same.expect("CLIENTS_UPDATE");
+}
+
+#[test]
+fn every_answer_says_no_referrer() {
+    let server = Server::start();
+    for path in ["/api/health", "/api/v1/nothing-here", "/login"] {
+        let a = server.get(path, Auth::None);
+        assert_eq!(a.header("referrer-policy"), Some("no-referrer"), "{path}");
+    }
+    let mut big = raw(
+        &server,
+        format!("GET / HTTP/1.1\r\nX-Pad: {}\r\n\r\n", "a".repeat(20_000)).as_bytes(),
+    );
+    let mut text = String::new();
+    big.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = big.read_to_string(&mut text);
+    assert!(text.starts_with("HTTP/1.1 431"), "{text}");
+    assert!(text.to_ascii_lowercase().contains("referrer-policy: no-referrer"), "{text}");
+}
