@@ -283,7 +283,12 @@ fn shared_state(
             .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
     );
     let counters = Arc::new(crate::metrics::Counters::default());
-    let webhooks = Arc::new(Dispatcher::new(db.clone(), clock.clone(), counters.clone()));
+    let webhooks = Arc::new(Dispatcher::new(
+        db.clone(),
+        clock.clone(),
+        counters.clone(),
+        config.webhooks.allowed_networks.clone(),
+    ));
     let silences = Arc::new(
         Silences::load(db.clone())
             .map_err(|e| FatalError(format!("Cannot read the silences: {e}")))?,

@@ -65,3 +65,8 @@ fn rest_body() {
 fn agent_config() {
     replay("agent_config", checks::agent_config);
 }
+
+#[test]
+fn http_request() {
+    replay("http_request", checks::http_request);
+}

@@ -142,3 +142,23 @@ pub fn agent_config(data: &[u8]) {
     let env = std::collections::HashMap::new();
     let _ = vrrp_agent::config::load(&env, Some(t), std::path::Path::new("/nonexistent/agent"));
 }
+
+/// The raw HTTP request path both binaries share (the patched tiny_http under
+/// `vendor/`: request line, headers, Content-Length and chunked bodies,
+/// keep-alive sequences, upgrades): the bytes arrive on a socket as from a
+/// client. Whatever arrives, no request's head passes the 16 KiB cap and no
+/// body is read past its framing.
+pub fn http_request(data: &[u8]) {
+    // Bounded so one input stays quick: the cap itself is what must hold.
+    if data.len() > 64 * 1024 {
+        return;
+    }
+    for r in tiny_http::fuzz_parse(data).into_iter().flatten() {
+        let (method, url, body) = r;
+        assert!(
+            method.len() + url.len() <= tiny_http::MAX_HEAD,
+            "a head past the cap was served"
+        );
+        assert!(body.len() <= data.len(), "a body longer than the input");
+    }
+}

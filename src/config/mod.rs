@@ -31,7 +31,8 @@ pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
     ("activity_level_overrides", ""),
 ];
 
-const KNOWN_TOP_LEVEL: [&str; 8] = [
+const KNOWN_TOP_LEVEL: [&str; 9] = [
+    "webhooks",
     "jwtSecret",
     "secretKey",
     "oidc",
@@ -165,6 +166,14 @@ pub struct SecurityConfig {
     pub allow_self_signed_agent_certificates: bool,
 }
 
+/// The `webhooks` block (issue 31).
+#[derive(Debug, Clone, Default)]
+pub struct WebhooksConfig {
+    /// Link-local networks (169.254.0.0/16, fe80::/10) webhooks may still reach:
+    /// a cloud's metadata service lives there, so they are refused unless listed.
+    pub allowed_networks: Vec<ipnet::IpNet>,
+}
+
 /// The frozen configuration the server runs with.
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -181,6 +190,7 @@ pub struct ServerConfig {
     pub jwt_expires_in: Duration,
     pub oidc: OidcConfig,
     pub security: SecurityConfig,
+    pub webhooks: WebhooksConfig,
     /// The settings block: defaults filled in, hand-added keys as read.
     pub settings: Map<String, Value>,
     pub admin_username: String,
@@ -275,6 +285,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
 
     let security = parse_security(root.get("security"), env, &mut warnings)?;
     let oidc = parse_oidc(root.get("oidc"), &mut warnings)?;
+    let webhooks = parse_webhooks(root.get("webhooks"), &mut warnings)?;
     let settings = parse_settings(root.get("settings"), &mut additions, &mut warnings)?;
 
     let secret_key_persisted = write_back(
@@ -299,6 +310,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
             jwt_expires_in,
             oidc,
             security,
+            webhooks,
             settings,
             admin_username: env.get("SVC_ADMIN_USERNAME").unwrap_or("admin").to_owned(),
             admin_password: env.get("SVC_ADMIN_PASSWORD").map(str::to_owned),
@@ -648,6 +660,37 @@ fn networks(block: &Map<String, Value>, key: &str) -> Result<Vec<Ipv4Net>, Confi
     Ok(out)
 }
 
+fn parse_webhooks(
+    v: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> Result<WebhooksConfig, ConfigError> {
+    let empty = Map::new();
+    let block = section(v, "webhooks", &empty)?;
+    for key in block.keys().filter(|k| k.as_str() != "allowed_networks") {
+        warnings.push(format!(
+            "Unknown configuration key \"webhooks.{key}\" (kept, not used)"
+        ));
+    }
+    let mut allowed_networks = Vec::new();
+    for (i, item) in string_list(block.get("allowed_networks"), "webhooks.allowed_networks")?
+        .iter()
+        .enumerate()
+    {
+        let field = format!("webhooks.allowed_networks[{i}]");
+        let net = item
+            .parse::<ipnet::IpNet>()
+            .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+            .map_err(|_| {
+                ConfigError::new(
+                    field,
+                    "must be an IPv4 or IPv6 address or CIDR network (e.g. 169.254.169.254/32)",
+                )
+            })?;
+        allowed_networks.push(net.trunc());
+    }
+    Ok(WebhooksConfig { allowed_networks })
+}
+
 fn string_list(v: Option<&Value>, field: &str) -> Result<Vec<String>, ConfigError> {
     match v {
         None | Some(Value::Null) => Ok(Vec::new()),
@@ -729,6 +772,10 @@ fn first_run_file(jwt_secret: &str, secret_key: &str) -> String {
          \x20 allow_self_signed_agent_certificates: false\n\
          oidc:\n\
          \x20 enabled: false\n\
+         webhooks:\n\
+         \x20 # Link-local networks (169.254.0.0/16, fe80::/10) webhooks may reach;\n\
+         \x20 # refused otherwise. Private and loopback targets are always allowed.\n\
+         \x20 allowed_networks: []\n\
          settings:\n{settings}"
     )
 }

@@ -45,7 +45,9 @@ impl Attempt {
     /// Nothing answered, a 5xx, or a 429: worth another try.
     pub fn retryable(&self) -> bool {
         match self.status {
-            None => true,
+            // A target the rules refuse (`target::check`, errors "url: …")
+            // stays refused: no retry.
+            None => !self.error.as_deref().is_some_and(|e| e.starts_with("url:")),
             Some(s) => s >= 500 || s == 429,
         }
     }
@@ -119,10 +121,20 @@ pub fn render(hook: &store::WebhookSpec, ctx: &Value) -> Result<Rendered, String
 }
 
 /// One attempt, with the webhook's timeout.
-pub fn send(hook: &store::WebhookSpec, rendered: &Rendered) -> Attempt {
+pub fn send(hook: &store::WebhookSpec, rendered: &Rendered, allowed: &[ipnet::IpNet]) -> Attempt {
+    if let Err(e) = super::target::check(&rendered.url, allowed) {
+        return Attempt {
+            status: None,
+            error: Some(e),
+            response: String::new(),
+        };
+    }
+    // No redirect is followed: a 3xx could send the event (or, turned into a
+    // GET, fetch an answer) somewhere the operator never named.
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(std::time::Duration::from_millis(hook.timeout_ms)))
         .http_status_as_error(false)
+        .max_redirects(0)
         .build()
         .into();
     let body = rendered.body.to_string();
@@ -152,7 +164,20 @@ pub fn send(hook: &store::WebhookSpec, rendered: &Rendered) -> Attempt {
             let status = answer.status().as_u16();
             let text = answer.body_mut().read_to_string().unwrap_or_default();
             let response: String = text.chars().take(500).collect();
-            let error = (!(200..300).contains(&status)).then(|| format!("answered {status}"));
+            let error = if (300..400).contains(&status) {
+                let location = answer
+                    .headers()
+                    .get("location")
+                    .and_then(|l| l.to_str().ok())
+                    .unwrap_or("(none)")
+                    .escape_debug()
+                    .to_string();
+                Some(format!(
+                    "answered {status}, a redirect to {location}: not followed"
+                ))
+            } else {
+                (!(200..300).contains(&status)).then(|| format!("answered {status}"))
+            };
             Attempt {
                 status: Some(status),
                 error,
@@ -175,6 +200,8 @@ struct Handles {
     clock: SharedClock,
     /// Delivery outcomes by webhook, for `GET /metrics`.
     counters: Arc<Counters>,
+    /// `webhooks.allowed_networks`: link-local targets that may be reached.
+    allowed_networks: Arc<[ipnet::IpNet]>,
 }
 
 /// The webhook threads, one per webhook that had something to deliver.
@@ -184,12 +211,18 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(db: Arc<Db>, clock: SharedClock, counters: Arc<Counters>) -> Dispatcher {
+    pub fn new(
+        db: Arc<Db>,
+        clock: SharedClock,
+        counters: Arc<Counters>,
+        allowed_networks: Vec<ipnet::IpNet>,
+    ) -> Dispatcher {
         Dispatcher {
             handles: Handles {
                 db,
                 clock,
                 counters,
+                allowed_networks: allowed_networks.into(),
             },
             queues: Mutex::new(HashMap::new()),
         }
@@ -290,7 +323,8 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
     // The schedule is fixed from the first attempt (retries at +1 s and +1+5 s),
     // so how long an attempt took does not shift the next.
     let mut due = h.clock.now();
-    let mut attempt = send(&hook.spec, &rendered);
+    let allowed = &h.allowed_networks;
+    let mut attempt = send(&hook.spec, &rendered, allowed);
     for wait in RETRY_AFTER_SECS {
         if attempt.ok() || !attempt.retryable() {
             break;
@@ -299,7 +333,7 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
         while h.clock.now() < due {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        attempt = send(&hook.spec, &rendered);
+        attempt = send(&hook.spec, &rendered, allowed);
     }
     if !attempt.ok() {
         log::warn!(

@@ -4,4 +4,5 @@
 pub mod delivery;
 pub mod ready;
 pub mod store;
+pub mod target;
 pub mod template;

@@ -348,3 +348,111 @@ fn every_answer_says_no_referrer() {
     assert!(text.starts_with("HTTP/1.1 431"), "{text}");
     assert!(text.to_ascii_lowercase().contains("referrer-policy: no-referrer"), "{text}");
 }
+
+/// A one-request HTTP answerer on loopback: answers every request with
+/// `answer` and counts the requests it saw.
+fn answerer(answer: String) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = seen.clone();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut buf = [0u8; 65536];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(answer.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn webhooks_follow_no_redirect_and_reach_no_numeric_or_link_local_host() {
+    use std::sync::atomic::Ordering;
+    let server = Server::start();
+    let admin = server.admin();
+    let (internal, internal_seen) = answerer(
+        "HTTP/1.1 200 OK\r\nContent-Length: 15\r\nConnection: close\r\n\r\ninternal secret".into(),
+    );
+    let location = format!("http://127.0.0.1:{internal}/secret");
+    let (redirector, _) = answerer(format!(
+        "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    ));
+    let hook = json!({ "name": "chat", "url": format!("http://127.0.0.1:{redirector}/hook"), "bodyTemplate": "{}" });
+    let a = server.post("/api/v1/webhooks/test", Auth::Cookie(&admin), &hook.to_string());
+    assert_eq!(a.status, 200, "{:?}", a.body);
+    assert_eq!(a.body["ok"], false, "{:?}", a.body);
+    assert_eq!(a.body["status"], 302, "{:?}", a.body);
+    let error = a.body["error"].as_str().unwrap_or_default();
+    assert!(error.contains("302") && error.contains(&location), "{error}");
+    assert!(!a.body.to_string().contains("internal secret"), "{:?}", a.body);
+    assert_eq!(internal_seen.load(Ordering::SeqCst), 0, "the redirect was followed");
+
+    // Stored before the refusals, read back after them.
+    let stored = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &hook.to_string());
+    assert_eq!(stored.status, 201, "{:?}", stored.body);
+    for url in ["http://2130706433/x", "http://0x7f000001/x", "http://127.1/x", "http://0177.0.0.1/x"] {
+        let a = server.post(
+            "/api/v1/webhooks",
+            Auth::Cookie(&admin),
+            &json!({ "name": "n", "url": url, "bodyTemplate": "{}" }).to_string(),
+        );
+        assert_eq!(a.status, 400, "{url}: {:?}", a.body);
+        assert!(a.error().starts_with("url: ") && a.error().contains("dotted quad"), "{url}: {}", a.error());
+    }
+    for url in ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/x"] {
+        let a = server.post(
+            "/api/v1/webhooks",
+            Auth::Cookie(&admin),
+            &json!({ "name": "n", "url": url, "bodyTemplate": "{}" }).to_string(),
+        );
+        assert_eq!(a.status, 400, "{url}: {:?}", a.body);
+        assert!(a.error().contains("link-local"), "{url}: {}", a.error());
+        // The test endpoint, which saves nothing, does not send there either.
+        let t = server.post(
+            "/api/v1/webhooks/test",
+            Auth::Cookie(&admin),
+            &json!({ "name": "n", "url": url, "bodyTemplate": "{}" }).to_string(),
+        );
+        assert_eq!(t.status, 400, "{url}: {:?}", t.body);
+        assert!(t.error().contains("link-local"), "{:?}", t.body);
+    }
+    let list = server.get("/api/v1/webhooks", Auth::Cookie(&admin)).body;
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w["name"].as_str())
+        .collect();
+    assert_eq!(names, ["chat"]);
+}
+
+#[test]
+fn link_local_webhook_targets_only_from_webhooks_allowed_networks() {
+    let launch = crate::harness::Launch::new()
+        .config("webhooks:\n  allowed_networks: ['169.254.169.254/32', 'fe80::/64']\n");
+    let server = launch.start();
+    let admin = server.admin();
+    for (url, status) in [
+        ("http://169.254.169.254/hook", 201),
+        ("http://[fe80::1]/hook", 201),
+        ("http://169.254.1.1/hook", 400),
+    ] {
+        let a = server.post(
+            "/api/v1/webhooks",
+            Auth::Cookie(&admin),
+            &json!({ "name": "n", "url": url, "bodyTemplate": "{}" }).to_string(),
+        );
+        assert_eq!(a.status, status, "{url}: {:?}", a.body);
+    }
+    // A bad entry stops the start, naming the entry.
+    let (status, lines) = crate::harness::Launch::new()
+        .config("webhooks:\n  allowed_networks: ['not-a-network']\n")
+        .run_to_exit();
+    assert!(!status.success());
+    let text = serde_json::Value::Array(lines).to_string();
+    assert!(text.contains("webhooks.allowed_networks[0]"), "{text}");
+}

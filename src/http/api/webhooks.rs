@@ -5,12 +5,16 @@ use crate::auth::Session;
 use crate::http::request::Req;
 use crate::http::response::{ApiError, ApiResult, Resp};
 use crate::http::App;
-use crate::webhooks::store;
+use crate::webhooks::{store, target};
 use serde_json::json;
 
-fn spec(req: &Req) -> Result<store::WebhookSpec, ApiError> {
+fn spec(app: &App, req: &Req) -> Result<store::WebhookSpec, ApiError> {
     let body = Body::parse(&req.body)?;
-    store::validate(body.object()).map_err(|(field, message)| invalid(&field, &message))
+    let spec =
+        store::validate(body.object()).map_err(|(field, message)| invalid(&field, &message))?;
+    target::check_saved(&spec.url, &app.config.webhooks.allowed_networks)
+        .map_err(ApiError::bad_request)?;
+    Ok(spec)
 }
 
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
@@ -22,7 +26,7 @@ pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
 }
 
 pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
-    let hook = store::create(&app.db, spec(req)?, app.clock.now())?;
+    let hook = store::create(&app.db, spec(app, req)?, app.clock.now())?;
     log::info!(
         "Webhook \"{}\" created by \"{}\"",
         hook.spec.name,
@@ -33,7 +37,7 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
 
 pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.last().copied().unwrap_or_default();
-    let spec = spec(req)?;
+    let spec = spec(app, req)?;
     match store::update(&app.db, id, spec, app.clock.now())? {
         Some(hook) => {
             log::info!(
@@ -60,12 +64,12 @@ pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiRes
 /// nothing. A refusing target is still a 200 with `ok: false`.
 pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     use crate::webhooks::delivery;
-    let spec = spec(req)?;
+    let spec = spec(app, req)?;
     let event = delivery::sample_for(&spec, app.clock.now());
     let ctx = delivery::context(&app.db, &event, &spec.name);
     let rendered = delivery::render(&spec, &ctx)
         .map_err(|e| ApiError::bad_request(format!("bodyTemplate: {e}")))?;
-    let attempt = delivery::send(&spec, &rendered);
+    let attempt = delivery::send(&spec, &rendered, &app.config.webhooks.allowed_networks);
     Ok(Resp::ok(&json!({
         "ok": attempt.ok(),
         "status": attempt.status,
