@@ -352,7 +352,15 @@ fn serve(app: Arc<App>, listener: TcpListener, shutdown: &Shutdown) -> Result<()
     log::info!("vrrp-monitor listening on http://{local} (log in at http://localhost:{}/ with POST /api/login)", local.port());
 
     shutdown.wait();
-    if !server.drain(SHUTDOWN_GRACE) {
+    // Agents and dashboards are told why their socket ends (1001) instead of
+    // seeing it drop (1006); agents reconnect as usual.
+    let grace_ends = std::time::Instant::now() + SHUTDOWN_GRACE;
+    app.agents.close_all(1001, "Server shutting down");
+    app.hub.close_all(1001, "Server shutting down");
+    if !server.wait_sockets_closed(grace_ends) {
+        log::warn!("Some sockets did not close within {SHUTDOWN_GRACE:?}");
+    }
+    if !server.drain(grace_ends.saturating_duration_since(std::time::Instant::now())) {
         log::warn!("Open connections did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
     }
     log::info!("Stopped");

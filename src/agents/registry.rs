@@ -84,6 +84,15 @@ impl AgentRegistry {
         }
     }
 
+    /// Closes every connection (a stop: 1001) and forgets them, as `close`
+    /// does: their ends record no disconnect and change no cluster, since the
+    /// server, not the agents, is going away.
+    pub fn close_all(&self, code: u16, reason: &'static str) {
+        for (_, c) in self.current.lock().drain() {
+            let _ = c.outbox.send(ToSocket::Close(code, reason));
+        }
+    }
+
     pub fn online_count(&self) -> usize {
         self.current.lock().len()
     }

@@ -92,6 +92,14 @@ impl Hub {
         });
     }
 
+    /// Tells every dashboard socket to close (a stop: 1001); they unsubscribe
+    /// as they end.
+    pub fn close_all(&self, code: u16, reason: &'static str) {
+        for s in self.subscribers.lock().iter() {
+            let _ = s.outbox.send(ToSocket::Close(code, reason));
+        }
+    }
+
     pub fn count(&self) -> usize {
         self.subscribers.lock().len()
     }

@@ -456,3 +456,27 @@ fn link_local_webhook_targets_only_from_webhooks_allowed_networks() {
     let text = serde_json::Value::Array(lines).to_string();
     assert!(text.contains("webhooks.allowed_networks[0]"), "{text}");
 }
+
+#[test]
+fn a_stop_closes_agent_and_dashboard_sockets_with_1001() {
+    let server = Server::start();
+    let admin = server.admin();
+    let agent = server.register_agent(&admin, "lb-stop");
+    let mut agent_ws = server.connect_agent(&agent);
+    let mut dashboard = server.dashboard(&admin);
+    dashboard.expect("CLIENTS_UPDATE");
+    server.signal(15);
+    let shutting_down = crate::harness::Ending::Close(1001, "Server shutting down".into());
+    assert_eq!(agent_ws.ending(), shutting_down);
+    assert_eq!(dashboard.ending(), shutting_down);
+    let (status, launch) = server.stop();
+    assert!(status.success(), "{status:?}");
+    // What was stored is there after the restart, and no disconnect was
+    // recorded for a stop the agents did not cause.
+    let server = launch.start();
+    let admin = server.admin();
+    let clients = server.get("/api/v1/clients", Auth::Cookie(&admin));
+    assert!(clients.body.to_string().contains(&agent.id), "{:?}", clients.body);
+    let activity = server.get("/api/v1/activity", Auth::Cookie(&admin)).body.to_string();
+    assert!(!activity.contains("client.disconnected"), "{activity}");
+}

@@ -307,6 +307,11 @@ impl ConnTracker {
     }
 
     /// The thread ceiling the reaper measures pressure against.
+    /// Descriptors held by upgraded sockets still open (none: all closed).
+    pub fn upgraded_open(&self) -> usize {
+        self.live.read().len()
+    }
+
     pub fn set_thread_limit(&self, limit: u64) {
         self.thread_limit.store(limit, Ordering::Relaxed);
     }

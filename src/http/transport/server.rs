@@ -59,6 +59,7 @@ const NAMING_EVERY: Duration = Duration::from_secs(1);
 pub struct HttpServer {
     workers: Vec<JoinHandle<()>>,
     done: Receiver<()>,
+    tracker: Arc<ConnTracker>,
 }
 
 /// Listens on `listener` and hands every request to `serve` on one of the
@@ -129,6 +130,7 @@ where
     }
 
     let reaper_shutdown = shutdown.clone();
+    let ours = tracker.clone();
     std::thread::Builder::new()
         .name("http-reaper".into())
         .spawn(move || {
@@ -188,7 +190,11 @@ where
                 tick = reap_tick_after(started.elapsed(), &reaped, &policy);
             }
         })?;
-    Ok(HttpServer { workers, done })
+    Ok(HttpServer {
+        workers,
+        done,
+        tracker: ours,
+    })
 }
 
 /// Makes tiny_http's pool spawn `n` threads: each connection to our own port that
@@ -203,6 +209,19 @@ fn nudge_pool(addr: std::net::SocketAddr, n: usize) {
 }
 
 impl HttpServer {
+    /// Waits until no upgraded socket (agent or dashboard) is open, or
+    /// `deadline`: at a stop they were told to close (1001) and need a moment
+    /// to send their close frames.
+    pub fn wait_sockets_closed(&self, deadline: Instant) -> bool {
+        while self.tracker.upgraded_open() > 0 {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
     /// Waits up to `grace` for the workers to finish the requests they hold.
     pub fn drain(self, grace: Duration) -> bool {
         let deadline = Instant::now() + grace;
