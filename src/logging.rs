@@ -79,6 +79,23 @@ fn muted(target: &str) -> bool {
 }
 
 /// Installs the logger. Safe to call once per process; later calls are ignored.
+/// `text` with control characters (newlines, carriage returns, escapes; tabs
+/// kept) written as escapes, so a log line cannot be split or recoloured.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub fn init(format: LogFormat, level: LogLevel) {
     set_level(level);
     let dispatch = fern::Dispatch::new()
@@ -121,12 +138,30 @@ pub fn init(format: LogFormat, level: LogLevel) {
                     });
                     out.finish(format_args!("{line}"))
                 }
+                // A line is one record: user text in a message (a host name,
+                // a user or webhook name) cannot start a forged line. JSON
+                // escapes by itself.
                 LogFormat::Pretty => out.finish(format_args!(
-                    "{time} {:<5} [{target}] {message}",
-                    level.to_ascii_uppercase()
+                    "{time} {:<5} [{target}] {}",
+                    level.to_ascii_uppercase(),
+                    escape_controls(&message.to_string())
                 )),
             }
         })
         .chain(std::io::stderr());
     let _ = dispatch.apply();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_controls("plain\ttext"), "plain\ttext");
+        assert_eq!(
+            escape_controls("a\n2026 ERROR forged\r\u{1b}[31m"),
+            "a\\n2026 ERROR forged\\r\\u{1b}[31m"
+        );
+    }
 }

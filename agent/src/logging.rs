@@ -8,6 +8,23 @@ use crate::config::{LogFormat, LogLevel};
 /// Target that marks a fatal line.
 pub const FATAL: &str = "fatal";
 
+/// `text` with control characters (newlines, carriage returns, escapes; tabs
+/// kept) written as escapes, so a log line cannot be split or recoloured.
+fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 pub fn init(level: LogLevel, format: LogFormat) {
     // Libraries log what they carry: tungstenite traces the upgrade request (the query
     // holds the auth token), ureq and rustls trace requests and handshakes. They are
@@ -29,7 +46,12 @@ pub fn init(level: LogLevel, format: LogFormat) {
                     } else {
                         record.level().to_string()
                     };
-                    out.finish(format_args!("{time} {lvl:<5} {message}"))
+                    // One record, one line: text from outside (a notify body,
+                    // a server's answer) cannot start a forged line.
+                    out.finish(format_args!(
+                        "{time} {lvl:<5} {}",
+                        escape_controls(&message.to_string())
+                    ))
                 }
                 LogFormat::Json => {
                     let lvl = if fatal {

@@ -33,14 +33,17 @@ const issuer = tls ? `https://localhost:${port}` : `http://127.0.0.1:${port}`;
 const idTokenTtl = Number(process.env.ID_TOKEN_TTL || 3600);
 
 // login (which is also the `sub`) -> claims. `erin` has no preferred_username
-// (mapped by email), `frank` neither (mapped by sub).
+// (mapped by its verified email), `frank` neither (mapped by sub), `grace`
+// only an unverified email (mapped by sub).
 const ACCOUNTS = {
   alice: { preferred_username: 'alice', email: 'alice@example.test' },
   bob: { preferred_username: 'bob', email: 'bob@example.test' },
   carol: { preferred_username: 'carol', email: 'carol@example.test' },
   dave: { preferred_username: 'dave', email: 'dave@example.test' },
-  erin: { email: 'erin@example.test' },
+  erin: { email: 'erin@example.test', email_verified: true },
   frank: {},
+  // Claims erin's address without the provider having verified it (issue 31).
+  grace: { email: 'erin@example.test', email_verified: false },
 };
 
 // stdout carries only the answers to the test (prefixed `@ `); the
@@ -97,7 +100,7 @@ function build() {
     claims: {
       openid: ['sub'],
       profile: ['preferred_username'],
-      email: ['email'],
+      email: ['email', 'email_verified'],
     },
     cookies: { keys: ['vrrp-monitor-test-cookie-key'] },
     features: { devInteractions: { enabled: true } },

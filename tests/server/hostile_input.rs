@@ -480,3 +480,19 @@ fn a_stop_closes_agent_and_dashboard_sockets_with_1001() {
     let activity = server.get("/api/v1/activity", Auth::Cookie(&admin)).body.to_string();
     assert!(!activity.contains("client.disconnected"), "{activity}");
 }
+
+#[test]
+fn user_text_cannot_forge_a_log_line() {
+    let server = crate::harness::Launch::new().env("LOG_FORMAT", "pretty").start();
+    let admin = server.admin();
+    let forged = "2026-01-01T00:00:00.000Z ERROR [forged] the database is gone";
+    let agent = server.register_agent(&admin, &format!("lb-1\n{forged}"));
+    drop(server.connect_agent(&agent));
+    assert!(server.wait_log("disconnected"), "{}", server.log_text());
+    let log = server.log_text();
+    assert!(!log.lines().any(|l| l.starts_with(forged)), "{log}");
+    assert!(log.contains(&format!("lb-1\\n{forged}")), "{log}");
+    // The name is stored as given: escaping is the log's business only.
+    let clients = server.get("/api/v1/clients", Auth::Cookie(&admin)).body.to_string();
+    assert!(clients.contains("lb-1\\n2026"), "{clients}");
+}

@@ -537,6 +537,11 @@ fn users_are_mapped_by_name_then_email_and_must_have_oidc() {
         &Browser::new().login(&server, "dave"),
         "user \"dave\" may not log in with OIDC",
     );
+    // erin's address, unverified: mapped by sub, not to erin (issue 31).
+    assert_failed(
+        &Browser::new().login(&server, "grace"),
+        "user \"grace\" is not known",
+    );
     for (login, user) in [("erin", "erin@example.test"), ("frank", "frank")] {
         let mut browser = Browser::new();
         let done = browser.login(&server, login);

@@ -252,6 +252,19 @@ pub struct IdClaims {
     pub preferred_username: Option<String>,
     #[serde(default)]
     pub email: Option<String>,
+    /// Whether the provider checked `email` belongs to the user: a boolean, or
+    /// (some providers) the string "true".
+    #[serde(default)]
+    pub email_verified: Option<serde_json::Value>,
+}
+
+/// `email_verified` says yes (`true`, or the string "true").
+fn verified(v: &Option<serde_json::Value>) -> bool {
+    match v {
+        Some(serde_json::Value::Bool(b)) => *b,
+        Some(serde_json::Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    }
 }
 
 /// Why an id_token's claims are refused.
@@ -350,14 +363,18 @@ pub fn merge_userinfo(c: &mut IdClaims, userinfo: &serde_json::Value) -> Result<
     }
     if non_empty(&c.email).is_none() {
         c.email = text("email");
+        c.email_verified = userinfo.get("email_verified").cloned();
     }
     Ok(())
 }
 
-/// The user name a login maps to: `preferred_username`, else `email`, else `sub`.
+/// The user name a login maps to: `preferred_username`, else `email` when the
+/// provider verified it (`email_verified: true`; an unverified address is
+/// anyone's to type, and would log them in as the local user of that name),
+/// else `sub`.
 pub fn username(c: &IdClaims) -> &str {
     non_empty(&c.preferred_username)
-        .or_else(|| non_empty(&c.email))
+        .or_else(|| non_empty(&c.email).filter(|_| verified(&c.email_verified)))
         .unwrap_or(c.sub.trim())
 }
 

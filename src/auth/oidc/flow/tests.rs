@@ -129,7 +129,8 @@ fn claims() -> IdClaims {
         "iat": t0().timestamp(),
         "nonce": "n-0S6_WzA2Mj",
         "preferred_username": "alice",
-        "email": "alice@example.test"
+        "email": "alice@example.test",
+        "email_verified": true
     }))
     .unwrap()
 }
@@ -220,6 +221,14 @@ fn the_user_name_is_preferred_username_then_email_then_sub() {
     c.preferred_username = Some("  ".into());
     assert_eq!(username(&c), "alice@example.test");
     assert!(has_name_claims(&c));
+    // An address the provider did not verify maps to no local user (issue 31).
+    c.email_verified = Some(serde_json::json!("true"));
+    assert_eq!(username(&c), "alice@example.test");
+    for unverified in [None, Some(serde_json::json!(false)), Some(serde_json::json!("no"))] {
+        c.email_verified = unverified;
+        assert_eq!(username(&c), "248289761001");
+    }
+    c.email_verified = Some(serde_json::json!(true));
     c.email = None;
     assert!(!has_name_claims(&c));
     assert_eq!(username(&c), "248289761001");
@@ -233,6 +242,13 @@ fn userinfo_fills_missing_names_for_the_same_subject_only() {
     let other = serde_json::json!({ "sub": "someone", "preferred_username": "mallory" });
     assert!(merge_userinfo(&mut c, &other).is_err());
     assert_eq!(username(&c), "248289761001");
+    let unverified = serde_json::json!({ "sub": "248289761001", "email": "erin@example.test" });
+    merge_userinfo(&mut c, &unverified).unwrap();
+    assert_eq!(username(&c), "248289761001", "an unverified e-mail from userinfo");
+    c.email = None;
+    let verified = serde_json::json!({ "sub": "248289761001", "email": "erin@example.test", "email_verified": true });
+    merge_userinfo(&mut c, &verified).unwrap();
+    assert_eq!(username(&c), "erin@example.test");
     let same = serde_json::json!({ "sub": "248289761001", "preferred_username": "alice" });
     merge_userinfo(&mut c, &same).unwrap();
     assert_eq!(username(&c), "alice");
