@@ -1,4 +1,4 @@
-//! Delivering events to webhooks: one `webhook:<name>` thread per webhook, so
+//! Delivering events to webhooks: one `webhook:<id>` thread per webhook, so
 //! deliveries to one run in order and a slow or dead one never delays another,
 //! ingest or the dashboards.
 //!
