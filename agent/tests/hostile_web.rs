@@ -101,7 +101,8 @@ fn answer(s: &mut TcpStream, wait: Duration) -> String {
 fn closed_after(s: &mut TcpStream, since: Instant, wait: Duration) -> Option<Duration> {
     let mut buf = [0u8; 1024];
     while since.elapsed() < wait {
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         match s.read(&mut buf) {
             Ok(0) => return Some(since.elapsed()),
             Ok(_) => continue,
@@ -132,7 +133,11 @@ fn upgrades_slow_bodies_and_big_heads_freeze_nothing() {
         .map(|_| agent.raw(b"POST /api/register HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nContent-Length: 50\r\n\r\n"))
         .collect();
     let _slow: Vec<TcpStream> = (0..8)
-        .map(|_| agent.raw(b"POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{\"pin\""))
+        .map(|_| {
+            agent.raw(
+                b"POST /api/register HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n{\"pin\"",
+            )
+        })
         .collect();
     agent.page_within(Duration::from_secs(1));
     for (i, u) in upgrades.iter_mut().enumerate() {
@@ -144,7 +149,10 @@ fn upgrades_slow_bodies_and_big_heads_freeze_nothing() {
     let a = answer(&mut big, Duration::from_secs(5));
     assert!(a.starts_with("HTTP/1.1 431"), "{a}");
     agent.page_within(Duration::from_secs(1));
-    assert_eq!(fs::read_to_string(tmp.path().join("config.yaml")).unwrap(), config);
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("config.yaml")).unwrap(),
+        config
+    );
 }
 
 #[test]
@@ -185,8 +193,12 @@ fn every_answer_says_no_referrer() {
     let tmp = tempfile::tempdir().unwrap();
     let agent = Agent::start(tmp.path());
     for path in ["/register", "/nothing-here", "/api/status/auth"] {
-        let mut s = agent.raw(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+        let mut s = agent
+            .raw(format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
         let a = answer(&mut s, Duration::from_secs(5)).to_ascii_lowercase();
-        assert!(a.contains("\r\nreferrer-policy: no-referrer\r\n"), "{path}: {a}");
+        assert!(
+            a.contains("\r\nreferrer-policy: no-referrer\r\n"),
+            "{path}: {a}"
+        );
     }
 }

@@ -1,8 +1,11 @@
 //! Slow and hostile clients (issue 19, faults item 6) while agents and a
 //! dashboard go on: many idle TCP connections (reopened as the server closes
 //! them, so the pressure stays), slowloris clients that trickle a request's
-//! headers a byte at a time, and a dashboard WebSocket that never reads. Samples
-//! `/api/health` throughout and prints what the server did.
+//! headers a byte at a time, and a dashboard WebSocket that never reads. Issue
+//! 31 adds `Connection: upgrade` requests that are no handshake (each held open,
+//! reopened once answered) and headers without end (64 KiB writes until the
+//! server refuses them, then again). Samples `/api/health` throughout and prints
+//! what the server did, with its RSS growth over the run.
 
 use super::agents::{self, fds, register, rss_kib, start_fleet, threads};
 use super::fleet::{self, ms, HealthProbe, Shared};
@@ -19,6 +22,9 @@ struct Counts {
     idle_closed_by_server: AtomicUsize,
     idle_connect_failures: AtomicUsize,
     slowloris_closed: AtomicUsize,
+    upgrades_answered: AtomicUsize,
+    endless_refused: AtomicUsize,
+    endless_bytes: AtomicUsize,
 }
 
 pub fn run(args: &[String]) -> Result<(), String> {
@@ -26,6 +32,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let cookie = flag(args, "--token").ok_or("hostile needs --token")?;
     let idle = number(args, "--idle", 10_000)?;
     let slowloris = number(args, "--slowloris", 20)?;
+    let upgrades = number(args, "--upgrades", 0)?;
+    let endless = number(args, "--endless", 0)?;
     let agent_count = number(args, "--agents", 50)?;
     let seconds = number(args, "--seconds", 60)? as u64;
     let pid = flag(args, "--server-pid");
@@ -65,6 +73,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some(&cookie),
         Duration::from_secs(5),
     )?;
+    let rss_before = pid.as_deref().and_then(|p| rss_kib(p)).unwrap_or(0);
     let health = HealthProbe::start(&addr, Duration::from_millis(50));
     let started = Instant::now();
     let counts = Arc::new(Counts::default());
@@ -86,6 +95,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
     for _ in 0..slowloris {
         let (addr, counts, stop) = (addr.clone(), counts.clone(), stop.clone());
         helpers.push(std::thread::spawn(move || trickle(&addr, &counts, &stop)));
+    }
+    for _ in 0..upgrades {
+        let (addr, counts, stop) = (addr.clone(), counts.clone(), stop.clone());
+        helpers.push(std::thread::spawn(move || {
+            upgrade_again(&addr, &counts, &stop)
+        }));
+    }
+    for _ in 0..endless {
+        let (addr, counts, stop) = (addr.clone(), counts.clone(), stop.clone());
+        helpers.push(std::thread::spawn(move || {
+            endless_header(&addr, &counts, &stop)
+        }));
     }
     if let Some(pid) = pid.clone() {
         let (t, f, r, stop) = (
@@ -130,7 +151,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     } else {
         "silent"
     };
-    println!("hostile clients for {seconds} s: {idle} idle connections ({kind}) kept open (reopened when closed), {slowloris} slowloris, 1 dashboard that never reads");
+    println!("hostile clients for {seconds} s: {idle} idle connections ({kind}) kept open (reopened when closed), {slowloris} slowloris, {upgrades} upgrade requests, {endless} endless headers, 1 dashboard that never reads");
     println!(
         "idle connections:        {} opened, {} closed by the server, {} connects failed",
         counts.idle_opened.load(Ordering::Relaxed),
@@ -140,6 +161,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
     println!(
         "slowloris connections:   {} closed by the server (each reopened)",
         counts.slowloris_closed.load(Ordering::Relaxed)
+    );
+    println!(
+        "upgrade requests:        {} answered (each reopened)",
+        counts.upgrades_answered.load(Ordering::Relaxed)
+    );
+    println!(
+        "endless headers:         {} refused, {:.1} MiB offered",
+        counts.endless_refused.load(Ordering::Relaxed),
+        counts.endless_bytes.load(Ordering::Relaxed) as f64 / 1048576.0
     );
     println!(
         "non-reading dashboard:   {}",
@@ -163,6 +193,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
             peak_threads.load(Ordering::Relaxed),
             peak_fds.load(Ordering::Relaxed),
             peak_rss.load(Ordering::Relaxed) as f64 / 1024.0
+        );
+        let grown = (peak_rss.load(Ordering::Relaxed) as u64).saturating_sub(rss_before);
+        println!(
+            "server RSS growth:       {:.1} MiB (peak over the {:.1} MiB before the hostile load)",
+            grown as f64 / 1024.0,
+            rss_before as f64 / 1024.0
         );
     }
     Ok(())
@@ -241,6 +277,67 @@ fn trickle(addr: &str, counts: &Counts, stop: &AtomicBool) {
                 break;
             }
         }
+    }
+}
+
+/// An upgrade request that is no WebSocket handshake, held open; once the
+/// server answers (or closes), another.
+fn upgrade_again(addr: &str, counts: &Counts, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut s) = TcpStream::connect(addr) else {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        };
+        if s.write_all(b"GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\n\r\n")
+            .is_err()
+        {
+            continue;
+        }
+        s.set_read_timeout(Some(Duration::from_millis(500))).ok();
+        let mut b = [0u8; 512];
+        while !stop.load(Ordering::Relaxed) {
+            match s.read(&mut b) {
+                Ok(_) => {
+                    counts.upgrades_answered.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+        // Not at once: a held-open request is the attack, not a connect storm.
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A header without end: 64 KiB writes until the server refuses, then again.
+fn endless_header(addr: &str, counts: &Counts, stop: &AtomicBool) {
+    let chunk = vec![b'x'; 64 * 1024];
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(mut s) = TcpStream::connect(addr) else {
+            std::thread::sleep(Duration::from_millis(200));
+            continue;
+        };
+        s.set_write_timeout(Some(Duration::from_secs(2))).ok();
+        if s.write_all(b"GET /api/health HTTP/1.1\r\nX-Endless: ")
+            .is_err()
+        {
+            continue;
+        }
+        while !stop.load(Ordering::Relaxed) {
+            if s.write_all(&chunk).is_err() {
+                counts.endless_refused.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+            counts
+                .endless_bytes
+                .fetch_add(chunk.len(), Ordering::Relaxed);
+        }
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

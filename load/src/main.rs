@@ -17,7 +17,7 @@
 //!     authenticated again, `/api/health` latency meanwhile); agents start
 //!     connecting at the given rate (a ramp, not a storm, when what is measured
 //!     is not the connect path)
-//! vrrp-load hostile ADDR --token T [--idle 10000] [--kept-alive] [--slowloris 20] [--agents 50]
+//! vrrp-load hostile ADDR --token T [--idle 10000] [--kept-alive] [--slowloris 20] [--upgrades 0] [--endless 0] [--agents 50]
 //!         [--seconds 60] [--server-pid PID]
 //!     idle connections (reopened when closed), slowloris clients and a dashboard
 //!     that never reads, while agents report and a dashboard measures; samples

@@ -568,7 +568,10 @@ impl Runner {
         // retry would panic again), never the cluster thread.
         let retry = !events.is_empty()
             && !contain_panics(|| handles.activity.record(events.clone())).unwrap_or_else(|| {
-                log::error!("Recording {} cluster events panicked; they are dropped", events.len());
+                log::error!(
+                    "Recording {} cluster events panicked; they are dropped",
+                    events.len()
+                );
                 true
             });
         if retry {

@@ -43,7 +43,8 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
                 // The upgrade path runs on this worker too: a panic in it costs
                 // this socket, never the worker (or the process).
                 let (app, tracker) = (app.clone(), tracker.clone());
-                if lifecycle::contain_panics(|| sessions::agent::start(app, tracker, rq)).is_none() {
+                if lifecycle::contain_panics(|| sessions::agent::start(app, tracker, rq)).is_none()
+                {
                     log::error!("An agent socket's upgrade panicked");
                 }
                 return;
@@ -73,7 +74,11 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
     // hands such a request the raw socket as its body, and reading it "to the
     // end" held a worker until the peer left (eight of them froze the API).
     if wants_upgrade(&rq) {
-        let resp = ApiError::new(400, "upgrade: only a WebSocket handshake on /ws/agent or /ws/dashboard").into_resp();
+        let resp = ApiError::new(
+            400,
+            "upgrade: only a WebSocket handshake on /ws/agent or /ws/dashboard",
+        )
+        .into_resp();
         if let Err(e) = rq.respond(to_tiny(resp, app.config.security.hsts)) {
             log::debug!("Could not send an answer: {e}");
         }

@@ -81,12 +81,28 @@ mod tests {
         assert!(!same_origin(Some("http://monitor.example:9090"), None, h));
         assert!(!same_origin(Some("http://evil.example:8080"), None, h));
         assert!(!same_origin(Some("null"), None, h));
-        assert!(same_origin(Some("https://m.example"), None, Some("m.example")));
-        assert!(same_origin(Some("https://m.example:443"), None, Some("m.example")));
-        assert!(!same_origin(Some("https://m.example:8443"), None, Some("m.example")));
+        assert!(same_origin(
+            Some("https://m.example"),
+            None,
+            Some("m.example")
+        ));
+        assert!(same_origin(
+            Some("https://m.example:443"),
+            None,
+            Some("m.example")
+        ));
+        assert!(!same_origin(
+            Some("https://m.example:8443"),
+            None,
+            Some("m.example")
+        ));
         assert!(same_origin(Some("http://[::1]:80"), None, Some("[::1]")));
         assert!(!same_origin(Some("http://m.example"), None, None));
-        assert!(!same_origin(Some("ftp://m.example"), None, Some("m.example")));
+        assert!(!same_origin(
+            Some("ftp://m.example"),
+            None,
+            Some("m.example")
+        ));
         // No Origin: Sec-Fetch-Site decides, and nothing at all passes (scripts).
         assert!(same_origin(None, None, h));
         assert!(same_origin(None, Some("same-origin"), h));

@@ -75,7 +75,12 @@ impl Req {
             header("x-forwarded-proto"),
             trusted,
         );
-        let host = request_host(peer.ip(), header("x-forwarded-host"), header("host"), trusted);
+        let host = request_host(
+            peer.ip(),
+            header("x-forwarded-host"),
+            header("host"),
+            trusted,
+        );
         Ok(Req {
             host,
             method: rq.method().as_str().to_ascii_uppercase(),

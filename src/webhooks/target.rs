@@ -28,7 +28,9 @@ pub fn check(url: &str, allowed: &[IpNet]) -> Result<(), String> {
         )
     } else if looks_numeric(host) {
         IpAddr::V4(dotted_quad(host).ok_or_else(|| {
-            format!("url: the host {host} must be an IPv4 address as a dotted quad (like 192.0.2.10)")
+            format!(
+                "url: the host {host} must be an IPv4 address as a dotted quad (like 192.0.2.10)"
+            )
         })?)
     } else {
         return Ok(());
@@ -116,8 +118,14 @@ mod tests {
     #[test]
     fn numeric_hosts_only_as_dotted_quads() {
         assert!(check("http://192.0.2.10:8080/x", &[]).is_ok());
-        assert!(check("http://127.0.0.1/x", &[]).is_ok(), "loopback stays allowed");
-        assert!(check("https://10.1.2.3/x", &[]).is_ok(), "private stays allowed");
+        assert!(
+            check("http://127.0.0.1/x", &[]).is_ok(),
+            "loopback stays allowed"
+        );
+        assert!(
+            check("https://10.1.2.3/x", &[]).is_ok(),
+            "private stays allowed"
+        );
         assert!(check("https://chat.example/x", &[]).is_ok());
         assert!(check("https://1chat.example/x", &[]).is_ok());
         for bad in [

@@ -38,7 +38,8 @@ fn closes_within(s: &mut TcpStream, wait: Duration) -> bool {
     let deadline = Instant::now() + wait;
     let mut buf = [0u8; 4096];
     while Instant::now() < deadline {
-        s.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
         match s.read(&mut buf) {
             Ok(0) => return true,
             Ok(_) => continue,
@@ -113,7 +114,11 @@ fn upgrade_requests_that_are_no_handshake_are_refused_and_hold_no_worker() {
         .collect();
     health_within(&server, Duration::from_secs(1));
     for (i, c) in conns.iter_mut().enumerate() {
-        assert_eq!(status_of(c, Duration::from_secs(5)), Some(400), "connection {i}");
+        assert_eq!(
+            status_of(c, Duration::from_secs(5)),
+            Some(400),
+            "connection {i}"
+        );
     }
     health_within(&server, Duration::from_secs(1));
     assert!(user_names(&server, &admin).contains(&"kept-before-upgrades".to_owned()));
@@ -164,7 +169,10 @@ fn request_heads_are_at_most_16_kib_and_endless_ones_cost_no_memory() {
         .collect();
     for s in senders {
         let sent = s.join().unwrap();
-        assert!(sent < 8 * 1024 * 1024, "an endless header was taken whole ({sent} bytes)");
+        assert!(
+            sent < 8 * 1024 * 1024,
+            "an endless header was taken whole ({sent} bytes)"
+        );
     }
     let grown = rss_kib(server.pid()).saturating_sub(before);
     assert!(grown < 32 * 1024, "RSS grew by {grown} KiB");
@@ -211,7 +219,10 @@ fn names_and_comments_with_control_characters_are_refused() {
         server.post(path, Auth::Cookie(&admin), &body.to_string())
     };
     for name in ["nul\u{0}user", "two\nlines", "bell\u{7}"] {
-        let a = post("/api/v1/users", json!({ "username": name, "password": "a-long-password-1" }));
+        let a = post(
+            "/api/v1/users",
+            json!({ "username": name, "password": "a-long-password-1" }),
+        );
         assert_eq!(a.status, 400, "{name:?}: {:?}", a.body);
         assert_eq!(a.error(), "username: must not contain control characters");
     }
@@ -231,13 +242,26 @@ fn names_and_comments_with_control_characters_are_refused() {
     let agent = server.register_agent(&admin, "lb-names");
     let path = format!("/api/v1/clients/{}", agent.id);
     for (field, value) in [("displayName", "a\u{1b}[31m"), ("site", "dc\n1")] {
-        let a = server.put(&path, Auth::Cookie(&admin), &json!({ field: value }).to_string());
+        let a = server.put(
+            &path,
+            Auth::Cookie(&admin),
+            &json!({ field: value }).to_string(),
+        );
         assert_eq!(a.status, 400, "{field}: {:?}", a.body);
-        assert_eq!(a.error(), format!("{field}: must not contain control characters"));
+        assert_eq!(
+            a.error(),
+            format!("{field}: must not contain control characters")
+        );
     }
     // Nothing of it was stored; a clean name still is.
-    assert!(!user_names(&server, &admin).iter().any(|n| n.contains("user")));
-    let fine = server.put(&path, Auth::Cookie(&admin), &json!({ "site": "dc-1" }).to_string());
+    assert!(!user_names(&server, &admin)
+        .iter()
+        .any(|n| n.contains("user")));
+    let fine = server.put(
+        &path,
+        Auth::Cookie(&admin),
+        &json!({ "site": "dc-1" }).to_string(),
+    );
     assert_eq!(fine.status, 200, "{:?}", fine.body);
 }
 
@@ -247,7 +271,8 @@ fn a_nul_in_a_stored_user_name_costs_no_process() {
     let admin = server.admin();
     store_a_user(&server, &admin, "nuluser");
     // Stored before the rule existed (or by hand): the API no longer takes it.
-    server.sql("UPDATE users SET username = 'nul' || char(0) || 'user' WHERE username = 'nuluser';");
+    server
+        .sql("UPDATE users SET username = 'nul' || char(0) || 'user' WHERE username = 'nuluser';");
     let token = server.login("nul\u{0}user", "a-long-password-1");
     // On the old code the thread name `ws-dash:nul\0user` panicked and the
     // process exited.
@@ -301,7 +326,11 @@ fn another_origin_may_not_change_anything_or_read_the_feed() {
         || list.body["tokens"].as_array().map_or(0, Vec::len),
         Vec::len,
     );
-    assert_eq!(listed, 3, "only the same-origin and script tokens: {:?}", list.body);
+    assert_eq!(
+        listed, 3,
+        "only the same-origin and script tokens: {:?}",
+        list.body
+    );
 
     // The live feed: the upgrade from another origin is refused.
     use tungstenite::client::IntoClientRequest;
@@ -346,7 +375,11 @@ fn every_answer_says_no_referrer() {
     big.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let _ = big.read_to_string(&mut text);
     assert!(text.starts_with("HTTP/1.1 431"), "{text}");
-    assert!(text.to_ascii_lowercase().contains("referrer-policy: no-referrer"), "{text}");
+    assert!(
+        text.to_ascii_lowercase()
+            .contains("referrer-policy: no-referrer"),
+        "{text}"
+    );
 }
 
 /// A one-request HTTP answerer on loopback: answers every request with
@@ -382,28 +415,55 @@ fn webhooks_follow_no_redirect_and_reach_no_numeric_or_link_local_host() {
         "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     ));
     let hook = json!({ "name": "chat", "url": format!("http://127.0.0.1:{redirector}/hook"), "bodyTemplate": "{}" });
-    let a = server.post("/api/v1/webhooks/test", Auth::Cookie(&admin), &hook.to_string());
+    let a = server.post(
+        "/api/v1/webhooks/test",
+        Auth::Cookie(&admin),
+        &hook.to_string(),
+    );
     assert_eq!(a.status, 200, "{:?}", a.body);
     assert_eq!(a.body["ok"], false, "{:?}", a.body);
     assert_eq!(a.body["status"], 302, "{:?}", a.body);
     let error = a.body["error"].as_str().unwrap_or_default();
-    assert!(error.contains("302") && error.contains(&location), "{error}");
-    assert!(!a.body.to_string().contains("internal secret"), "{:?}", a.body);
-    assert_eq!(internal_seen.load(Ordering::SeqCst), 0, "the redirect was followed");
+    assert!(
+        error.contains("302") && error.contains(&location),
+        "{error}"
+    );
+    assert!(
+        !a.body.to_string().contains("internal secret"),
+        "{:?}",
+        a.body
+    );
+    assert_eq!(
+        internal_seen.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
 
     // Stored before the refusals, read back after them.
     let stored = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &hook.to_string());
     assert_eq!(stored.status, 201, "{:?}", stored.body);
-    for url in ["http://2130706433/x", "http://0x7f000001/x", "http://127.1/x", "http://0177.0.0.1/x"] {
+    for url in [
+        "http://2130706433/x",
+        "http://0x7f000001/x",
+        "http://127.1/x",
+        "http://0177.0.0.1/x",
+    ] {
         let a = server.post(
             "/api/v1/webhooks",
             Auth::Cookie(&admin),
             &json!({ "name": "n", "url": url, "bodyTemplate": "{}" }).to_string(),
         );
         assert_eq!(a.status, 400, "{url}: {:?}", a.body);
-        assert!(a.error().starts_with("url: ") && a.error().contains("dotted quad"), "{url}: {}", a.error());
+        assert!(
+            a.error().starts_with("url: ") && a.error().contains("dotted quad"),
+            "{url}: {}",
+            a.error()
+        );
     }
-    for url in ["http://169.254.169.254/latest/meta-data/", "http://[fe80::1]/x"] {
+    for url in [
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[fe80::1]/x",
+    ] {
         let a = server.post(
             "/api/v1/webhooks",
             Auth::Cookie(&admin),
@@ -476,14 +536,23 @@ fn a_stop_closes_agent_and_dashboard_sockets_with_1001() {
     let server = launch.start();
     let admin = server.admin();
     let clients = server.get("/api/v1/clients", Auth::Cookie(&admin));
-    assert!(clients.body.to_string().contains(&agent.id), "{:?}", clients.body);
-    let activity = server.get("/api/v1/activity", Auth::Cookie(&admin)).body.to_string();
+    assert!(
+        clients.body.to_string().contains(&agent.id),
+        "{:?}",
+        clients.body
+    );
+    let activity = server
+        .get("/api/v1/activity", Auth::Cookie(&admin))
+        .body
+        .to_string();
     assert!(!activity.contains("client.disconnected"), "{activity}");
 }
 
 #[test]
 fn user_text_cannot_forge_a_log_line() {
-    let server = crate::harness::Launch::new().env("LOG_FORMAT", "pretty").start();
+    let server = crate::harness::Launch::new()
+        .env("LOG_FORMAT", "pretty")
+        .start();
     let admin = server.admin();
     let forged = "2026-01-01T00:00:00.000Z ERROR [forged] the database is gone";
     let agent = server.register_agent(&admin, &format!("lb-1\n{forged}"));
@@ -493,6 +562,9 @@ fn user_text_cannot_forge_a_log_line() {
     assert!(!log.lines().any(|l| l.starts_with(forged)), "{log}");
     assert!(log.contains(&format!("lb-1\\n{forged}")), "{log}");
     // The name is stored as given: escaping is the log's business only.
-    let clients = server.get("/api/v1/clients", Auth::Cookie(&admin)).body.to_string();
+    let clients = server
+        .get("/api/v1/clients", Auth::Cookie(&admin))
+        .body
+        .to_string();
     assert!(clients.contains("lb-1\\n2026"), "{clients}");
 }

@@ -311,10 +311,10 @@ fn serve(state: &WebState, mut req: Request, stopping: &AtomicBool) {
         Reply::error(400, "upgrade: not a WebSocket route")
     } else {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| route(state, &mut req)))
-        .unwrap_or_else(|_| {
-            log::error!("request handler failed: {} {}", req.method(), req.url());
-            Reply::error(500, "Internal error")
-        })
+            .unwrap_or_else(|_| {
+                log::error!("request handler failed: {} {}", req.method(), req.url());
+                Reply::error(500, "Internal error")
+            })
     };
     let mut resp = Response::from_data(reply.body)
         .with_status_code(StatusCode(reply.status))

@@ -224,7 +224,11 @@ fn the_user_name_is_preferred_username_then_email_then_sub() {
     // An address the provider did not verify maps to no local user (issue 31).
     c.email_verified = Some(serde_json::json!("true"));
     assert_eq!(username(&c), "alice@example.test");
-    for unverified in [None, Some(serde_json::json!(false)), Some(serde_json::json!("no"))] {
+    for unverified in [
+        None,
+        Some(serde_json::json!(false)),
+        Some(serde_json::json!("no")),
+    ] {
         c.email_verified = unverified;
         assert_eq!(username(&c), "248289761001");
     }
@@ -244,7 +248,11 @@ fn userinfo_fills_missing_names_for_the_same_subject_only() {
     assert_eq!(username(&c), "248289761001");
     let unverified = serde_json::json!({ "sub": "248289761001", "email": "erin@example.test" });
     merge_userinfo(&mut c, &unverified).unwrap();
-    assert_eq!(username(&c), "248289761001", "an unverified e-mail from userinfo");
+    assert_eq!(
+        username(&c),
+        "248289761001",
+        "an unverified e-mail from userinfo"
+    );
     c.email = None;
     let verified = serde_json::json!({ "sub": "248289761001", "email": "erin@example.test", "email_verified": true });
     merge_userinfo(&mut c, &verified).unwrap();
