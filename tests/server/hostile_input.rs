@@ -568,3 +568,34 @@ fn user_text_cannot_forge_a_log_line() {
         .to_string();
     assert!(clients.contains("lb-1\\n2026"), "{clients}");
 }
+
+#[test]
+fn a_nul_in_a_stored_webhook_name_costs_no_process() {
+    use std::sync::atomic::Ordering;
+    let server = Server::start();
+    let admin = server.admin();
+    let (target, seen) = answerer(
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".into(),
+    );
+    let hook = json!({ "name": "chat", "url": format!("http://127.0.0.1:{target}/hook"),
+                       "bodyTemplate": "{\"k\": \"{{event.kind}}\"}", "minLevel": "trace" });
+    let created = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &hook.to_string());
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    // Stored before the rule (or by hand): on the old code the thread name
+    // `webhook:chat\0x` panicked on the recording thread and ended the process.
+    server.sql("UPDATE webhooks SET name = 'chat' || char(0) || 'x';");
+    let agent = server.register_agent(&admin, "lb-hook");
+    let _ws = server.connect_agent(&agent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while seen.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "no delivery: {}", server.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    health_within(&server, Duration::from_secs(1));
+    assert!(server
+        .thread_names()
+        .iter()
+        .any(|n| n.starts_with("webhook:") && !n.contains("chat")));
+    let list = server.get("/api/v1/webhooks", Auth::Cookie(&admin));
+    assert_eq!(list.body.as_array().map(Vec::len), Some(1), "{:?}", list.body);
+}
