@@ -425,7 +425,7 @@ fn a_dashboard_without_a_limit_gets_every_stored_event_however_large() {
 fn a_dashboard_that_takes_nothing_of_a_large_snapshot_is_let_go_after_the_heartbeat() {
     let (server, clock) = Launch::new().start_in_process();
     let admin = server.admin();
-    // Its own user, so its socket thread (`ws-dash:<user>`) is told apart from
+    // Its own user, so its socket thread (`ws-dash:<user id>`) is told apart from
     // other tests' in this process.
     server.post(
         "/api/v1/users",
@@ -433,12 +433,22 @@ fn a_dashboard_that_takes_nothing_of_a_large_snapshot_is_let_go_after_the_heartb
         r#"{"username": "stalls", "password": "stalls-password"}"#,
     );
     let token = server.login("stalls", "stalls-password");
+    // Socket threads are named by the user's id (never the name).
+    let users = server.get("/api/v1/users", Auth::Cookie(&admin)).body;
+    let id = users
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["username"] == "stalls")
+        .map(|u| u["id"].to_string())
+        .unwrap();
+    let name = format!("ws-dash:{id}");
     store_many_events(&server, 12_000);
     let thread_alive = || {
         std::fs::read_dir("/proc/self/task").unwrap().any(|t| {
             t.ok()
                 .and_then(|t| std::fs::read_to_string(t.path().join("comm")).ok())
-                .is_some_and(|n| n.trim_end() == "ws-dash:stalls")
+                .is_some_and(|n| n.trim_end() == name)
         })
     };
     let mut dash = server.dashboard(&token);
