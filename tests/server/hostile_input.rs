@@ -599,3 +599,24 @@ fn a_nul_in_a_stored_webhook_name_costs_no_process() {
     let list = server.get("/api/v1/webhooks", Auth::Cookie(&admin));
     assert_eq!(list.body.as_array().map(Vec::len), Some(1), "{:?}", list.body);
 }
+
+#[test]
+fn an_http_2_request_line_is_answered_505_and_holds_no_thread() {
+    let server = Server::start();
+    let threads_before = server.thread_names().len();
+    // On the code before, each of these hung one of tiny_http's connection
+    // threads forever (its 505 waited for a writer that was never released).
+    let mut conns: Vec<TcpStream> = (0..20)
+        .map(|_| raw(&server, b"GET /api/health HTTP/2.0\r\nHost: x\r\n\r\n"))
+        .collect();
+    for (i, c) in conns.iter_mut().enumerate() {
+        assert_eq!(status_of(c, Duration::from_secs(5)), Some(505), "connection {i}");
+        assert!(closes_within(c, Duration::from_secs(5)), "connection {i} stayed open");
+    }
+    health_within(&server, Duration::from_secs(1));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.thread_names().len() > threads_before + 5 {
+        assert!(Instant::now() < deadline, "threads stayed: {:?}", server.thread_names());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -316,7 +316,12 @@ impl Iterator for ClientConnection {
 
             // checking HTTP version
             if *rq.http_version() > (1, 1) {
-                let writer = self.sink.next().unwrap();
+                // vrrp-monitor patch: upstream wrote the 505 through the next
+                // writer while `rq` still held the previous one, and a writer
+                // waits for the one before it: the connection's thread hung
+                // forever on one `GET / HTTP/2.0` (found by the fuzz target).
+                // Answer through the request's own writer, then close.
+                let writer = rq.into_writer();
                 let response = Response::from_string(
                     "This server only supports HTTP versions 1.0 and 1.1".to_owned(),
                 )
@@ -324,7 +329,7 @@ impl Iterator for ClientConnection {
                 response
                     .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                     .ok();
-                continue;
+                return None;
             }
 
             // updating the status of the connection
