@@ -574,9 +574,8 @@ fn a_nul_in_a_stored_webhook_name_costs_no_process() {
     use std::sync::atomic::Ordering;
     let server = Server::start();
     let admin = server.admin();
-    let (target, seen) = answerer(
-        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".into(),
-    );
+    let (target, seen) =
+        answerer("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".into());
     let hook = json!({ "name": "chat", "url": format!("http://127.0.0.1:{target}/hook"),
                        "bodyTemplate": "{\"k\": \"{{event.kind}}\"}", "minLevel": "trace" });
     let created = server.post("/api/v1/webhooks", Auth::Cookie(&admin), &hook.to_string());
@@ -588,7 +587,11 @@ fn a_nul_in_a_stored_webhook_name_costs_no_process() {
     let _ws = server.connect_agent(&agent);
     let deadline = Instant::now() + Duration::from_secs(10);
     while seen.load(Ordering::SeqCst) == 0 {
-        assert!(Instant::now() < deadline, "no delivery: {}", server.log_text());
+        assert!(
+            Instant::now() < deadline,
+            "no delivery: {}",
+            server.log_text()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     health_within(&server, Duration::from_secs(1));
@@ -597,7 +600,12 @@ fn a_nul_in_a_stored_webhook_name_costs_no_process() {
         .iter()
         .any(|n| n.starts_with("webhook:") && !n.contains("chat")));
     let list = server.get("/api/v1/webhooks", Auth::Cookie(&admin));
-    assert_eq!(list.body.as_array().map(Vec::len), Some(1), "{:?}", list.body);
+    assert_eq!(
+        list.body.as_array().map(Vec::len),
+        Some(1),
+        "{:?}",
+        list.body
+    );
 }
 
 #[test]
@@ -610,13 +618,24 @@ fn an_http_2_request_line_is_answered_505_and_holds_no_thread() {
         .map(|_| raw(&server, b"GET /api/health HTTP/2.0\r\nHost: x\r\n\r\n"))
         .collect();
     for (i, c) in conns.iter_mut().enumerate() {
-        assert_eq!(status_of(c, Duration::from_secs(5)), Some(505), "connection {i}");
-        assert!(closes_within(c, Duration::from_secs(5)), "connection {i} stayed open");
+        assert_eq!(
+            status_of(c, Duration::from_secs(5)),
+            Some(505),
+            "connection {i}"
+        );
+        assert!(
+            closes_within(c, Duration::from_secs(5)),
+            "connection {i} stayed open"
+        );
     }
     health_within(&server, Duration::from_secs(1));
     let deadline = Instant::now() + Duration::from_secs(10);
     while server.thread_names().len() > threads_before + 5 {
-        assert!(Instant::now() < deadline, "threads stayed: {:?}", server.thread_names());
+        assert!(
+            Instant::now() < deadline,
+            "threads stayed: {:?}",
+            server.thread_names()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
