@@ -2,7 +2,9 @@
 # Coverage-guided fuzzing (cargo fuzz, libFuzzer, nightly toolchain) of every parser
 # that reads outside input: keepalived's three dump formats, the webhook template
 # compiler and renderer, agent->server and server->agent WebSocket messages, REST
-# bodies with the settings and webhook validators, the agent's config file.
+# bodies with the settings and webhook validators, the agent's config file, and
+# the raw HTTP request path both binaries share (`http_request`: request line,
+# headers, Content-Length and chunked bodies through the patched tiny_http).
 # Runs each target SECS seconds (default 1800, the figure), merges what
 # it found into fuzz/corpus/<target> (minimised), and prints per target: runs,
 # coverage, corpus size and crashes. A crash leaves its input in
@@ -15,7 +17,7 @@ secs="${1:-1800}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-  targets=(dump_data dump_stats dump_json template agent_message server_message rest_body agent_config)
+  targets=(dump_data dump_stats dump_json template agent_message server_message rest_body agent_config http_request)
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 rustup toolchain list | grep -q nightly || { echo "needs a nightly toolchain (rustup toolchain install nightly)"; exit 2; }

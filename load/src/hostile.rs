@@ -73,7 +73,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         Some(&cookie),
         Duration::from_secs(5),
     )?;
-    let rss_before = pid.as_deref().and_then(|p| rss_kib(p)).unwrap_or(0);
+    let rss_before = pid.as_deref().and_then(rss_kib).unwrap_or(0);
     let health = HealthProbe::start(&addr, Duration::from_millis(50));
     let started = Instant::now();
     let counts = Arc::new(Counts::default());
