@@ -208,6 +208,28 @@ fn slow_bodies_hold_no_worker() {
         b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50000000\r\n\r\n",
     );
     assert_eq!(status_of(&mut huge, Duration::from_secs(5)), Some(413));
+    // And one that claims more than memory holds, two per worker: refused by
+    // its length, never allocated, never drained (the connection just ends).
+    let mut absurd: Vec<TcpStream> = (0..16)
+        .map(|_| {
+            raw(
+                &server,
+                b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 99999999999\r\n\r\n{}",
+            )
+        })
+        .collect();
+    for (i, c) in absurd.iter_mut().enumerate() {
+        assert_eq!(
+            status_of(c, Duration::from_secs(5)),
+            Some(413),
+            "connection {i}"
+        );
+        assert!(
+            closes_within(c, Duration::from_secs(5)),
+            "connection {i} stayed open"
+        );
+    }
+    health_within(&server, Duration::from_secs(1));
     assert!(user_names(&server, &admin).contains(&"kept-before-bodies".to_owned()));
 }
 

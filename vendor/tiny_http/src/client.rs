@@ -211,6 +211,9 @@ impl ClientConnection {
             *self.remote_addr.as_ref().unwrap(),
             data_source,
             writer,
+            // vrrp-monitor patch: with bodies read ahead, an unread rest is never
+            // drained (the connection ends instead)
+            if self.prebuffer > 0 { 0 } else { 64 * 1024 },
         )
         .map_err(|e| {
             use crate::request;
@@ -229,9 +232,14 @@ impl ClientConnection {
                 .started
                 .zip(self.head_deadline)
                 .map(|(start, d)| start + d);
-            request
+            let complete = request
                 .prebuffer(self.prebuffer, deadline)
                 .map_err(ReadError::ReadIoError)?;
+            if !complete {
+                // The rest of this body is still on the socket: never parse
+                // it as a request (smuggling), and never drain it unbounded.
+                self.no_more_requests = true;
+            }
         }
 
         // return the request

@@ -135,6 +135,7 @@ pub fn new_request<R, W>(
     remote_addr: Option<SocketAddr>,
     mut source_data: R,
     writer: W,
+    max_drain: usize,
 ) -> Result<Request, RequestCreationError>
 where
     R: Read + Send + 'static,
@@ -218,6 +219,7 @@ where
             Box::new(Cursor::new(buffer)) as Box<dyn Read + Send + 'static>
         } else {
             let (data_reader, _) = EqualReader::new(source_data, content_length); // TODO:
+            let data_reader = data_reader.with_max_drain(max_drain);
             Box::new(FusedReader::new(data_reader)) as Box<dyn Read + Send + 'static>
         }
     } else if transfer_encoding.is_some() {
@@ -254,19 +256,26 @@ impl Request {
     /// Content-Length claims. A body declared larger than `limit` is left
     /// unread (the handler refuses it by its length), and so is an upgrade's
     /// raw socket. Past `deadline` the read fails with `TimedOut`.
+    ///
+    /// `Ok(true)`: the whole body (if any) is in memory; `Ok(false)`: some of
+    /// it was left unread, so the connection must take no further request
+    /// (its next bytes would be the rest of this body, not a request).
     pub(crate) fn prebuffer(
         &mut self,
         limit: usize,
         deadline: Option<std::time::Instant>,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         let upgrade = self.headers.iter().any(|h| h.field.equiv("Upgrade"));
         let chunked = self
             .headers
             .iter()
             .any(|h| h.field.equiv("Transfer-Encoding"));
         let declared = self.body_length;
-        if upgrade || declared.is_some_and(|n| n == 0 || n > limit) || (declared.is_none() && !chunked) {
-            return Ok(());
+        if upgrade || declared.is_some_and(|n| n == 0) || (declared.is_none() && !chunked) {
+            return Ok(true);
+        }
+        if declared.is_some_and(|n| n > limit) {
+            return Ok(false);
         }
         let result = self.prebuffer_inner(limit, deadline);
         if result.is_err() {
@@ -281,7 +290,7 @@ impl Request {
         &mut self,
         limit: usize,
         deadline: Option<std::time::Instant>,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         let mut buf = Vec::new();
         let mut chunk = [0u8; 8192];
         {
@@ -299,9 +308,10 @@ impl Request {
                 }
             }
         }
+        let complete = buf.len() <= limit;
         let rest = self.extract_reader_impl();
         self.data_reader = Some(Box::new(Cursor::new(buf).chain(rest)));
-        Ok(())
+        Ok(complete)
     }
 
     /// Returns true if the request was made through HTTPS.

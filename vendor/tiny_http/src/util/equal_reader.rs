@@ -15,6 +15,8 @@ where
     reader: R,
     size: usize,
     last_read_signal: Sender<IoResult<()>>,
+    // vrrp-monitor patch: the most bytes the drop drains
+    max_drain: usize,
 }
 
 impl<R> EqualReader<R>
@@ -28,9 +30,17 @@ where
             reader,
             size,
             last_read_signal: tx,
+            max_drain: 64 * 1024,
         };
 
         (r, rx)
+    }
+
+    /// vrrp-monitor patch: drain at most `n` unread bytes on drop (0: none;
+    /// the connection then takes no further request).
+    pub fn with_max_drain(mut self, n: usize) -> Self {
+        self.max_drain = n;
+        self
     }
 }
 
@@ -64,12 +74,20 @@ where
     R: Read,
 {
     fn drop(&mut self) {
-        let mut remaining_to_read = self.size;
+        // vrrp-monitor patch: upstream allocated the whole unread rest at once
+        // (`Content-Length: 99999999999` asked for 93 GiB on a worker) and
+        // drained it without end, blocking a worker on a silent peer. Now a
+        // fixed buffer and at most `max_drain` (none where bodies are read
+        // before the request is handed out: a connection whose body was left
+        // unread takes no further request, see `Request::prebuffer`).
+        let mut remaining_to_read = self.size.min(self.max_drain);
+        let mut buf = [0u8; 8192];
 
         while remaining_to_read > 0 {
-            let mut buf = vec![0; remaining_to_read];
+            let want = remaining_to_read.min(buf.len());
+            let buf = &mut buf[..want];
 
-            match self.reader.read(&mut buf) {
+            match self.reader.read(buf) {
                 Err(e) => {
                     self.last_read_signal.send(Err(e)).ok();
                     break;
