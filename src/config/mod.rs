@@ -7,6 +7,7 @@
 pub mod rewrite;
 pub mod settings;
 pub mod values;
+mod webhooks;
 
 use crate::secrets::random_hex;
 use ipnet::Ipv4Net;
@@ -18,6 +19,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 pub use values::{LogLevel, ProxyRule};
+pub use webhooks::WebhooksConfig;
 
 /// Defaults of the settings block, in the order they are written.
 pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
@@ -166,14 +168,6 @@ pub struct SecurityConfig {
     pub allow_self_signed_agent_certificates: bool,
 }
 
-/// The `webhooks` block (issue 31).
-#[derive(Debug, Clone, Default)]
-pub struct WebhooksConfig {
-    /// Link-local networks (169.254.0.0/16, fe80::/10) webhooks may still reach:
-    /// a cloud's metadata service lives there, so they are refused unless listed.
-    pub allowed_networks: Vec<ipnet::IpNet>,
-}
-
 /// The frozen configuration the server runs with.
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -285,7 +279,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
 
     let security = parse_security(root.get("security"), env, &mut warnings)?;
     let oidc = parse_oidc(root.get("oidc"), &mut warnings)?;
-    let webhooks = parse_webhooks(root.get("webhooks"), &mut warnings)?;
+    let webhooks = parse_webhooks(root.get("webhooks"))?;
     let settings = parse_settings(root.get("settings"), &mut additions, &mut warnings)?;
 
     let secret_key_persisted = write_back(
@@ -660,34 +654,16 @@ fn networks(block: &Map<String, Value>, key: &str) -> Result<Vec<Ipv4Net>, Confi
     Ok(out)
 }
 
-fn parse_webhooks(
-    v: Option<&Value>,
-    warnings: &mut Vec<String>,
-) -> Result<WebhooksConfig, ConfigError> {
+fn parse_webhooks(v: Option<&Value>) -> Result<WebhooksConfig, ConfigError> {
     let empty = Map::new();
     let block = section(v, "webhooks", &empty)?;
-    for key in block.keys().filter(|k| k.as_str() != "allowed_networks") {
-        warnings.push(format!(
-            "Unknown configuration key \"webhooks.{key}\" (kept, not used)"
-        ));
-    }
-    let mut allowed_networks = Vec::new();
-    for (i, item) in string_list(block.get("allowed_networks"), "webhooks.allowed_networks")?
-        .iter()
-        .enumerate()
-    {
-        let field = format!("webhooks.allowed_networks[{i}]");
-        let net = item
-            .parse::<ipnet::IpNet>()
-            .or_else(|_| item.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
-            .map_err(|_| {
-                ConfigError::new(
-                    field,
-                    "must be an IPv4 or IPv6 address or CIDR network (e.g. 169.254.169.254/32)",
-                )
-            })?;
-        allowed_networks.push(net.trunc());
-    }
+    let items = string_list(block.get("allowed_networks"), "webhooks.allowed_networks")?;
+    let allowed_networks = webhooks::networks(&items).map_err(|i| {
+        ConfigError::new(
+            format!("webhooks.allowed_networks[{i}]"),
+            webhooks::NETWORK_RULE,
+        )
+    })?;
     Ok(WebhooksConfig { allowed_networks })
 }
 
