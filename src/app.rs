@@ -21,6 +21,7 @@ use crate::clusters;
 use crate::config::settings::{Settings, HISTORY_RETENTION_DEFAULT, HISTORY_RETENTION_KEY};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
+use crate::heartbeat::{self, Heartbeat};
 use crate::http::sessions::outbound::{DialHandles, Dialer};
 use crate::http::{self, App};
 use crate::lifecycle::{self, Shutdown};
@@ -209,15 +210,30 @@ pub fn run(
         evaluator: Arc::new(evaluate.clone()),
     };
     let outbound = start_dialling(&config, session.clone(), &shutdown)?;
+    let port = listener
+        .local_addr()
+        .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?
+        .port();
+    let heartbeat = Arc::new(Heartbeat::new(config.heartbeat.clone()));
+    heartbeat::spawn(
+        heartbeat.clone(),
+        heartbeat::Handles {
+            db: db.clone(),
+            clock: clock.clone(),
+            evaluate: evaluate.clone(),
+            agents: agents.clone(),
+            port,
+            version: crate::cli::VERSION,
+        },
+        shutdown.clone(),
+    )
+    .map_err(|e| FatalError(format!("Cannot start the heartbeat thread: {e}")))?;
 
     let app = Arc::new(App {
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
         oidc,
-        port: listener
-            .local_addr()
-            .map_err(|e| FatalError(format!("Cannot read the listen address: {e}")))?
-            .port(),
+        port,
         hub,
         agents,
         readings,
@@ -234,6 +250,7 @@ pub fn run(
         initial_password: Mutex::new(initial_password),
         counters,
         history,
+        heartbeat,
         config,
         db,
         clock,

@@ -119,6 +119,9 @@ pub enum EvalMsg {
     /// The cluster list as `GET /api/v1/keepalived/clusters` serves it, built from
     /// the grouping kept here (every message sent before this one included).
     List(crossbeam_channel::Sender<Vec<u8>>),
+    /// A test hook (`SVC_TEST_HOOKS=1`, issue 36): the thread stops here until
+    /// the sender sends or is dropped, as a stuck evaluator would.
+    Hold(crossbeam_channel::Receiver<()>),
 }
 
 /// What the `cluster-eval` thread uses, handed to it at start: not the whole `App`.
@@ -334,6 +337,11 @@ impl Runner {
                 list.sort_by(Cluster::attention_order);
                 let body = serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec());
                 let _ = reply.send(body);
+            }
+            EvalMsg::Hold(release) => {
+                log::warn!("cluster-eval is held by a test hook");
+                let _ = release.recv();
+                log::warn!("cluster-eval is released by the test hook");
             }
         }
     }

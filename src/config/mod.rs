@@ -4,6 +4,7 @@
 //! Loaded once at start into a frozen [`ServerConfig`]; an invalid value is a
 //! [`ConfigError`] naming the field, which ends the start with exit code 1.
 
+pub mod heartbeat;
 pub mod rewrite;
 pub mod settings;
 pub mod values;
@@ -33,8 +34,9 @@ pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
     ("activity_level_overrides", ""),
 ];
 
-const KNOWN_TOP_LEVEL: [&str; 9] = [
+const KNOWN_TOP_LEVEL: [&str; 10] = [
     "webhooks",
+    "heartbeat",
     "jwtSecret",
     "secretKey",
     "oidc",
@@ -187,6 +189,11 @@ pub struct ServerConfig {
     pub webhooks: WebhooksConfig,
     /// The settings block: defaults filled in, hand-added keys as read.
     pub settings: Map<String, Value>,
+    /// The `heartbeat` block as read at start (issue 36); live in `heartbeat::Heartbeat`.
+    pub heartbeat: heartbeat::HeartbeatConfig,
+    /// `SVC_TEST_HOOKS=1`: the routes under `/api/v1/test-hooks/` exist (tests
+    /// only; see doc/install.md). Off by default.
+    pub test_hooks: bool,
     pub admin_username: String,
     pub admin_password: Option<String>,
 }
@@ -281,6 +288,8 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let oidc = parse_oidc(root.get("oidc"), &mut warnings)?;
     let webhooks = parse_webhooks(root.get("webhooks"))?;
     let settings = parse_settings(root.get("settings"), &mut additions, &mut warnings)?;
+    let heartbeat = heartbeat::parse_block(root.get(heartbeat::SECTION))
+        .map_err(|(field, message)| ConfigError::new(field, message))?;
 
     let secret_key_persisted = write_back(
         &path,
@@ -306,6 +315,8 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
             security,
             webhooks,
             settings,
+            heartbeat,
+            test_hooks: env.get("SVC_TEST_HOOKS") == Some("1"),
             admin_username: env.get("SVC_ADMIN_USERNAME").unwrap_or("admin").to_owned(),
             admin_password: env.get("SVC_ADMIN_PASSWORD").map(str::to_owned),
         },
@@ -759,31 +770,41 @@ fn first_run_file(jwt_secret: &str, secret_key: &str) -> String {
 /// Writes changed settings back to the config file: in place where the layout
 /// allows (comments kept), else the whole file re-serialised.
 pub fn write_settings(path: &std::path::Path, changes: &Map<String, Value>) -> Result<(), String> {
+    write_section(path, "settings", changes)
+}
+
+/// Writes changed keys of one top-level block (`settings`, `heartbeat`) back to
+/// the config file, as [`write_settings`] does.
+pub fn write_section(
+    path: &std::path::Path,
+    section: &'static str,
+    changes: &Map<String, Value>,
+) -> Result<(), String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let values: Vec<(String, Value)> = changes
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let in_place = rewrite::set_in_section(&text, "settings", &values)
+    let in_place = rewrite::set_in_section(&text, section, &values)
         .ok()
         .filter(|t| {
             serde_yaml_ng::from_str::<Value>(t).ok().is_some_and(|doc| {
                 changes
                     .iter()
-                    .all(|(k, v)| doc.get("settings").and_then(|s| s.get(k)) == Some(v))
+                    .all(|(k, v)| doc.get(section).and_then(|s| s.get(k)) == Some(v))
             })
         });
     let new_text = match in_place {
         Some(t) => t,
         None => {
-            log::warn!("{} could not take the settings in place; it is rewritten whole and loses its comments", path.display());
+            log::warn!("{} could not take the {section} block in place; it is rewritten whole and loses its comments", path.display());
             let mut root = match serde_yaml_ng::from_str::<Value>(&text) {
                 Ok(Value::Object(m)) => m,
                 _ => Map::new(),
             };
             let block = root
-                .entry("settings")
+                .entry(section)
                 .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(m) = block {
                 for (k, v) in changes {

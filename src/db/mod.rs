@@ -139,6 +139,23 @@ impl Db {
         self.writer.len()
     }
 
+    /// Queues an empty job and returns at once: the receiver gets `true` once the
+    /// writer thread reached it and its batch committed (`false`: the commit
+    /// failed). The heartbeat's sign that the writer is working (issue 36); it
+    /// waits with its own deadline instead of blocking like [`write`](Self::write).
+    pub fn probe_writer(&self) -> Receiver<bool> {
+        let (tx, rx) = bounded(1);
+        let job: WriteJob = Box::new(move |_conn| {
+            let completion: Completion = Box::new(move |commit| {
+                let _ = tx.send(commit.is_ok());
+            });
+            (true, completion)
+        });
+        // A writer that is gone drops the sender: the receiver then says so.
+        let _ = self.writer.send(job);
+        rx
+    }
+
     /// Runs `f` on the writer thread inside the current batch's transaction.
     /// Returns after the transaction committed; a failed commit is an error.
     pub fn write<T, E, F>(&self, f: F) -> Result<T, E>

@@ -70,6 +70,8 @@ pub struct App {
     pub counters: Arc<crate::metrics::Counters>,
     /// The cluster history held in memory (issue 20), what its endpoints read.
     pub history: crate::clusters::history::store::SharedMirror,
+    /// The heartbeat's block and last outcome (issue 36).
+    pub heartbeat: Arc<crate::heartbeat::Heartbeat>,
 }
 
 impl App {

@@ -19,7 +19,9 @@ pub mod process;
 mod render;
 
 pub use counters::{Counters, Outcome};
-pub use render::{render, ClientFacts, ClusterFacts, InstanceFacts, ProcessFacts, Snapshot};
+pub use render::{
+    render, render_heartbeat, ClientFacts, ClusterFacts, InstanceFacts, ProcessFacts, Snapshot,
+};
 
 #[cfg(test)]
 mod tests;

@@ -404,6 +404,23 @@ pub(super) fn split_vip_for_tests<'a>(vip: &'a str, intf: &'a str) -> (&'a str, 
 }
 
 /// The exposition text for one scrape.
+/// The heartbeat's family (issue 36): when the heartbeat URL last took a beat,
+/// in Unix seconds; left out while none succeeded (switched off, or failing
+/// since start), so an alert on its age also fires on its absence.
+pub fn render_heartbeat(last_success: Option<f64>) -> String {
+    let mut family = Family::new(
+        "vrrp_monitor_heartbeat_last_success_timestamp_seconds",
+        "gauge",
+        "When the heartbeat URL last answered a beat with 2xx (Unix seconds).",
+    );
+    if let Some(t) = last_success {
+        family.add(&[], t);
+    }
+    let mut out = String::new();
+    family.write(&mut out);
+    out
+}
+
 pub fn render(s: &Snapshot) -> String {
     let mut health = Family::new("vrrp_cluster_health", "gauge", "1 for the cluster's current health, 0 for the others (ok, degraded, vip-mismatch, no-master, split-brain, unknown).");
     let mut masters = Family::new(

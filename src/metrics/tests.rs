@@ -233,3 +233,14 @@ fn track_scripts_use_keepalived_exporters_names_values_and_labels() {
     });
     assert!(!text.contains("keepalived_script_status"));
 }
+
+#[test]
+fn heartbeat_family_only_after_a_success() {
+    assert_eq!(crate::metrics::render_heartbeat(None), "");
+    let text = crate::metrics::render_heartbeat(Some(1_764_223_200.5));
+    assert!(text.contains("# TYPE vrrp_monitor_heartbeat_last_success_timestamp_seconds gauge"));
+    assert!(
+        text.contains("\nvrrp_monitor_heartbeat_last_success_timestamp_seconds 1764223200.5\n"),
+        "{text}"
+    );
+}

@@ -48,10 +48,14 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
             ("cluster-eval", app.evaluate.queued()),
         ],
     };
+    let mut text = metrics::render(&snapshot);
+    text.push_str(&metrics::render_heartbeat(
+        app.heartbeat.status().last_success_unix,
+    ));
     Ok(Resp {
         status: 200,
         headers: Vec::new(),
-        body: metrics::render(&snapshot).into_bytes(),
+        body: text.into_bytes(),
         content_type: CONTENT_TYPE,
         after_sent: None,
     })

@@ -3,8 +3,8 @@
 //! session check.
 
 use super::{
-    activity, agents, auth as api_auth, history, metrics, settings, silences, static_files, users,
-    webhooks,
+    activity, agents, auth as api_auth, heartbeat, history, metrics, settings, silences,
+    static_files, users, webhooks,
 };
 use crate::auth::{self, AuthFailure, Session};
 use crate::http::request::Req;
@@ -80,6 +80,12 @@ pub fn route(app: &App, req: &Req) -> ApiResult {
                     settings::clean_notifications
                 }
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => settings::status,
+                ("GET", ["api", "v1", "settings", "heartbeat"]) => heartbeat::get,
+                ("PUT", ["api", "v1", "settings", "heartbeat"]) => heartbeat::put,
+                ("POST", ["api", "v1", "test-hooks", "cluster-eval", "hold"]) => heartbeat::hold,
+                ("POST", ["api", "v1", "test-hooks", "cluster-eval", "release"]) => {
+                    heartbeat::release
+                }
                 ("GET", ["api", "v1", "silences"]) => silences::list,
                 ("POST", ["api", "v1", "silences"]) => silences::create,
                 ("DELETE", ["api", "v1", "silences", _]) => silences::delete,
