@@ -1,7 +1,7 @@
 // Settings: retention and interval per cleanup scheduler with its status, live
-// from SCHEDULER_STATUS_UPDATE, and run-now buttons; the per-kind level overrides
-// as a table.
-import { useState } from 'preact/hooks';
+// from SCHEDULER_STATUS_UPDATE, and run-now buttons; the heartbeat with its last
+// outcome; the per-kind level overrides as a table.
+import { useEffect, useState } from 'preact/hooks';
 import { html, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put } from '../api.js';
@@ -94,6 +94,63 @@ function Scheduler({ def, settings, onSaved }) {
   </form>`;
 }
 
+// The heartbeat (issue 36): where the dead man's switch calls, how often and
+// how, with the last outcome as the server reports it.
+const HEARTBEAT = '/api/v1/settings/heartbeat';
+const HEARTBEAT_KEYS = ['url', 'interval_seconds', 'method'];
+
+function Heartbeat() {
+  const [hb, setHb] = useState(null);
+  const [values, setValues] = useState(null);
+  const { errors, fail, clear } = useErrors();
+  const [note, setNote] = useState('');
+  async function load() {
+    try {
+      const h = await get(HEARTBEAT);
+      setHb(h);
+      setValues((v) => v || { url: h.url || '', interval_seconds: String(h.interval_seconds ?? 60), method: h.method || 'POST' });
+    } catch (err) { setNote(err.message); }
+  }
+  useEffect(() => { load(); const t = setInterval(load, 5000); return () => clearInterval(t); }, []);
+  if (!hb || !values) return html`<section class="card" id="heartbeat"><h2>Heartbeat</h2><p class="loading">Loading…</p></section>`;
+  async function save(e) {
+    e.preventDefault();
+    clear();
+    setNote('');
+    try {
+      setHb(await put(HEARTBEAT, values));
+      setNote(values.url ? 'Saved; a beat goes out now.' : 'Saved; the heartbeat is off.');
+    } catch (err) { fail(err, HEARTBEAT_KEYS); }
+  }
+  const st = hb.status || {};
+  return html`<form class="card form" id="heartbeat" onSubmit=${save}>
+    <h2>Heartbeat</h2>
+    <p class="muted">A dead man's switch: the server calls this URL every interval while its database writer, cluster
+      thread and HTTP listener all answer. Point it at a healthchecks.io check or an Uptime Kuma push monitor, which
+      alert when the calls stop. Empty switches it off.</p>
+    <dl class="facts heartbeat-status">
+      <dt>Last success</dt><dd class="last-success">${st.lastSuccess ? html`<${Time} at=${st.lastSuccess} />` : html`<span class="muted">never</span>`}</dd>
+      <dt>Last beat</dt><dd>${st.lastError
+        ? html`<span class="badge bad">failed</span> <span class="form-error heartbeat-error">${st.lastError}</span>${st.consecutiveFailures > 1 ? ` (${st.consecutiveFailures} in a row)` : ''}`
+        : st.lastAttempt ? html`<span class="badge ok">ok</span>` : html`<span class="muted">none yet</span>`}</dd>
+      <dt>Next beat</dt><dd>${st.nextBeat ? html`<${When} at=${st.nextBeat} nowMs=${S.now.value} />` : html`<span class="muted">none (switched off)</span>`}</dd>
+    </dl>
+    <${Field} label="URL" name="url" error=${errors.url} hint="May hold a secret token; the server's log shows only its host.">
+      <${Input} name="url" values=${values} setValues=${setValues} errors=${errors} type="url" autocomplete="off" /><//>
+    <${Field} label="Every (seconds)" name="interval_seconds" error=${errors.interval_seconds} hint="10 to 3600.">
+      <${Input} name="interval_seconds" values=${values} setValues=${setValues} errors=${errors} inputmode="numeric" /><//>
+    <${Field} label="Method" name="method" error=${errors.method} hint="POST carries a JSON summary; GET only counts.">
+      <select name="method" value=${values.method} onChange=${(e) => setValues({ ...values, method: e.currentTarget.value })}>
+        <option value="POST">POST</option><option value="GET">GET</option>
+      </select><//>
+    <${FieldError} error=${errors['']} />
+    <div class="row">
+      <button type="submit" class="primary">Save</button>
+      ${note && html`<span role="status" class="note">${note}</span>`}
+    </div>
+  </form>`;
+}
+
 // Every kind the server and agents record with its own level; an override
 // beside each (empty: its own level). Kinds overridden but not listed (typed
 // before, e.g. a pattern) keep their rows.
@@ -167,6 +224,7 @@ export function Settings() {
     <div class="grid-2">
       ${SCHEDULERS.map((d) => html`<${Scheduler} key=${d.name} def=${d} settings=${settings} onSaved=${load} />`)}
     </div>
+    <${Heartbeat} />
     <${Overrides} settings=${settings} onSaved=${load} />
   </section>`;
 }
