@@ -21,6 +21,7 @@ use crate::clusters;
 use crate::config::settings::{Settings, HISTORY_RETENTION_DEFAULT, HISTORY_RETENTION_KEY};
 use crate::config::{self, Env, ServerConfig};
 use crate::db::Db;
+use crate::ha;
 use crate::heartbeat::{self, Heartbeat};
 use crate::http::sessions::outbound::{DialHandles, Dialer};
 use crate::http::{self, App};
@@ -156,6 +157,8 @@ pub fn run(
     let oidc = discover_oidc(&config)?;
     let initial_password = bootstrap_admin(&config, &db, &clock)?;
     let Shared {
+        role,
+        gate,
         hub,
         agents,
         readings,
@@ -173,6 +176,21 @@ pub fn run(
         },
         &shutdown,
     )?;
+
+    if config.ha.vip.is_some() || config.test_hooks {
+        ha::spawn(role.clone(), gate, shutdown.clone())
+            .map_err(|e| FatalError(format!("Cannot start the ha-watch thread: {e}")))?;
+        if let Some(vip) = config.ha.vip {
+            log::info!(
+                "Pair mode: webhooks are sent while {vip} is on a local interface ({} now)",
+                if role.is_active() {
+                    "active"
+                } else {
+                    "standby"
+                }
+            );
+        }
+    }
 
     let clients_changed = start_clients_feed(&db, &agents, &hub, &shutdown)?;
     let history = clusters::history::store::SharedMirror::default();
@@ -251,6 +269,7 @@ pub fn run(
         counters,
         history,
         heartbeat,
+        ha: role,
         config,
         db,
         clock,
@@ -275,6 +294,8 @@ fn discover_oidc(config: &ServerConfig) -> Result<Option<Oidc>, FatalError> {
 
 /// What the threads and the HTTP layer share, built once at start.
 struct Shared {
+    role: Arc<ha::Role>,
+    gate: Arc<ha::Gate>,
     hub: Arc<Hub>,
     agents: Arc<AgentRegistry>,
     readings: Arc<Latest>,
@@ -306,6 +327,14 @@ fn shared_state(
         counters.clone(),
         config.webhooks.allowed_networks.clone(),
     ));
+    // Issue 36: of a pair, only the server holding `ha.vip` sends webhooks.
+    let role = Arc::new(ha::Role::new(&config.ha, clock.now()));
+    let webhooks = Arc::new(ha::Gate::new(
+        webhooks,
+        role.clone(),
+        clock.clone(),
+        &config.ha,
+    ));
     let silences = Arc::new(
         Silences::load(db.clone())
             .map_err(|e| FatalError(format!("Cannot read the silences: {e}")))?,
@@ -314,11 +343,13 @@ fn shared_state(
         db.clone(),
         settings.clone(),
         hub.clone(),
-        webhooks,
+        webhooks.clone(),
         counters.clone(),
         silences.clone(),
     );
     Ok(Shared {
+        role,
+        gate: webhooks,
         hub,
         agents,
         readings,

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod clusters;
 pub mod config;
 pub mod db;
+pub mod ha;
 pub mod heartbeat;
 pub mod http;
 pub mod import;

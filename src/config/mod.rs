@@ -4,6 +4,7 @@
 //! Loaded once at start into a frozen [`ServerConfig`]; an invalid value is a
 //! [`ConfigError`] naming the field, which ends the start with exit code 1.
 
+pub mod ha;
 pub mod heartbeat;
 pub mod rewrite;
 pub mod settings;
@@ -13,6 +14,7 @@ mod webhooks;
 use crate::secrets::random_hex;
 use ipnet::Ipv4Net;
 use rewrite::Addition;
+pub use rewrite::{write_section, write_settings};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::fmt;
@@ -34,8 +36,9 @@ pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
     ("activity_level_overrides", ""),
 ];
 
-const KNOWN_TOP_LEVEL: [&str; 10] = [
+const KNOWN_TOP_LEVEL: [&str; 11] = [
     "webhooks",
+    "ha",
     "heartbeat",
     "jwtSecret",
     "secretKey",
@@ -191,6 +194,8 @@ pub struct ServerConfig {
     pub settings: Map<String, Value>,
     /// The `heartbeat` block as read at start (issue 36); live in `heartbeat::Heartbeat`.
     pub heartbeat: heartbeat::HeartbeatConfig,
+    /// The `ha` block (issue 36): the VIP that makes this server the webhook sender.
+    pub ha: ha::HaConfig,
     /// `SVC_TEST_HOOKS=1`: the routes under `/api/v1/test-hooks/` exist (tests
     /// only; see doc/install.md). Off by default.
     pub test_hooks: bool,
@@ -290,6 +295,8 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     let settings = parse_settings(root.get("settings"), &mut additions, &mut warnings)?;
     let heartbeat = heartbeat::parse_block(root.get(heartbeat::SECTION))
         .map_err(|(field, message)| ConfigError::new(field, message))?;
+    let ha = ha::parse_block(root.get(ha::SECTION))
+        .map_err(|(field, message)| ConfigError::new(field, message))?;
 
     let secret_key_persisted = write_back(
         &path,
@@ -316,6 +323,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
             webhooks,
             settings,
             heartbeat,
+            ha,
             test_hooks: env.get("SVC_TEST_HOOKS") == Some("1"),
             admin_username: env.get("SVC_ADMIN_USERNAME").unwrap_or("admin").to_owned(),
             admin_password: env.get("SVC_ADMIN_PASSWORD").map(str::to_owned),
@@ -765,55 +773,4 @@ fn first_run_file(jwt_secret: &str, secret_key: &str) -> String {
          \x20 allowed_networks: []\n\
          settings:\n{settings}"
     )
-}
-
-/// Writes changed settings back to the config file: in place where the layout
-/// allows (comments kept), else the whole file re-serialised.
-pub fn write_settings(path: &std::path::Path, changes: &Map<String, Value>) -> Result<(), String> {
-    write_section(path, "settings", changes)
-}
-
-/// Writes changed keys of one top-level block (`settings`, `heartbeat`) back to
-/// the config file, as [`write_settings`] does.
-pub fn write_section(
-    path: &std::path::Path,
-    section: &'static str,
-    changes: &Map<String, Value>,
-) -> Result<(), String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let values: Vec<(String, Value)> = changes
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let in_place = rewrite::set_in_section(&text, section, &values)
-        .ok()
-        .filter(|t| {
-            serde_yaml_ng::from_str::<Value>(t).ok().is_some_and(|doc| {
-                changes
-                    .iter()
-                    .all(|(k, v)| doc.get(section).and_then(|s| s.get(k)) == Some(v))
-            })
-        });
-    let new_text = match in_place {
-        Some(t) => t,
-        None => {
-            log::warn!("{} could not take the {section} block in place; it is rewritten whole and loses its comments", path.display());
-            let mut root = match serde_yaml_ng::from_str::<Value>(&text) {
-                Ok(Value::Object(m)) => m,
-                _ => Map::new(),
-            };
-            let block = root
-                .entry(section)
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Value::Object(m) = block {
-                for (k, v) in changes {
-                    m.insert(k.clone(), v.clone());
-                }
-            }
-            serde_yaml_ng::to_string(&Value::Object(root)).map_err(|e| e.to_string())?
-        }
-    };
-    vrrp_fs::write_private_atomic(path, new_text.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }

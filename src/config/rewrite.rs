@@ -3,9 +3,11 @@
 //! The file is rewritten only when a known key was missing (a secret generated on
 //! first start, a settings key added by an upgrade). A YAML file gets the new lines
 //! inserted as text, so every comment and the operator's layout stay; a JSON file
-//! has no comments and is re-serialised in its original key order.
+//! has no comments and is re-serialised in its original key order. A block
+//! changed at run time (`settings`, `heartbeat`) is written back the same way
+//! ([`write_section`]).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// One key the loader found missing, with the value to write.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +182,55 @@ fn yaml_scalar(value: &Value) -> Result<String, String> {
         Value::Array(a) if a.is_empty() => Ok("[]".to_owned()),
         other => Err(format!("cannot write {other} as a scalar")),
     }
+}
+
+/// Writes changed settings back to the config file: in place where the layout
+/// allows (comments kept), else the whole file re-serialised.
+pub fn write_settings(path: &std::path::Path, changes: &Map<String, Value>) -> Result<(), String> {
+    write_section(path, "settings", changes)
+}
+
+/// Writes changed keys of one top-level block (`settings`, `heartbeat`) back to
+/// the config file, as [`write_settings`] does.
+pub fn write_section(
+    path: &std::path::Path,
+    section: &'static str,
+    changes: &Map<String, Value>,
+) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let values: Vec<(String, Value)> = changes
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let in_place = set_in_section(&text, section, &values).ok().filter(|t| {
+        serde_yaml_ng::from_str::<Value>(t).ok().is_some_and(|doc| {
+            changes
+                .iter()
+                .all(|(k, v)| doc.get(section).and_then(|s| s.get(k)) == Some(v))
+        })
+    });
+    let new_text = match in_place {
+        Some(t) => t,
+        None => {
+            log::warn!("{} could not take the {section} block in place; it is rewritten whole and loses its comments", path.display());
+            let mut root = match serde_yaml_ng::from_str::<Value>(&text) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            let block = root
+                .entry(section)
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(m) = block {
+                for (k, v) in changes {
+                    m.insert(k.clone(), v.clone());
+                }
+            }
+            serde_yaml_ng::to_string(&Value::Object(root)).map_err(|e| e.to_string())?
+        }
+    };
+    vrrp_fs::write_private_atomic(path, new_text.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -1,17 +1,31 @@
 //! One beat: the three probes with their deadline, the summary a POST carries
 //! ([`summary`], pure), and the call to the URL.
 
-use super::{mask_url, Handles, HeartbeatConfig};
-use crate::clock::iso;
-use crate::clusters::thread::{open_incidents, EvalMsg};
-use crate::config::heartbeat::Method;
+use crate::agents::AgentRegistry;
+use crate::clock::{iso, SharedClock};
+use crate::clusters::thread::{open_incidents, EvalMsg, EvalSender};
+use crate::config::heartbeat::{mask_url, HeartbeatConfig, Method};
+use crate::db::Db;
 use crate::lifecycle::Shutdown;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The longest the URL and the listener probe get, whatever the interval.
 const CALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What the `heartbeat` thread uses.
+pub struct Handles {
+    pub db: Arc<Db>,
+    pub clock: SharedClock,
+    pub evaluate: EvalSender,
+    pub agents: Arc<AgentRegistry>,
+    /// Where this server listens (the listener probe calls it on loopback).
+    pub port: u16,
+    /// The server's version, for the summary.
+    pub version: &'static str,
+}
 
 /// Asks the writer, the cluster thread and the listener; `Ok` with the summary
 /// when all three answered before one interval passed since `at` (on the

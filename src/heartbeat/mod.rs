@@ -16,12 +16,12 @@
 
 mod beat;
 
+pub use beat::Handles;
+
 pub use crate::config::heartbeat::{mask_url, HeartbeatConfig};
 
-use crate::agents::AgentRegistry;
-use crate::clock::{iso, SharedClock};
+use crate::clock::iso;
 use crate::clusters::thread::{EvalMsg, EvalSender};
-use crate::db::Db;
 use crate::lifecycle::Shutdown;
 use chrono::{DateTime, Duration, Utc};
 use crossbeam_channel::{bounded, Receiver, Sender};
@@ -94,18 +94,6 @@ impl Heartbeat {
     pub fn release_evaluator(&self) -> bool {
         self.hold.lock().take().is_some()
     }
-}
-
-/// What the `heartbeat` thread uses.
-pub struct Handles {
-    pub db: Arc<Db>,
-    pub clock: SharedClock,
-    pub evaluate: EvalSender,
-    pub agents: Arc<AgentRegistry>,
-    /// Where this server listens (the listener probe calls it on loopback).
-    pub port: u16,
-    /// The server's version, for the summary.
-    pub version: &'static str,
 }
 
 /// Starts the `heartbeat` thread.

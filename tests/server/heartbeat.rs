@@ -13,20 +13,20 @@ use std::time::{Duration, Instant};
 
 /// One request the receiver took.
 #[derive(Debug, Clone)]
-struct Hit {
-    method: String,
-    path: String,
-    body: Value,
+pub struct Hit {
+    pub method: String,
+    pub path: String,
+    pub body: Value,
 }
 
 /// A tiny HTTP receiver on loopback answering `status` to everything.
-struct Receiver {
-    port: u16,
+pub struct Receiver {
+    pub port: u16,
     hits: Arc<Mutex<Vec<Hit>>>,
 }
 
 impl Receiver {
-    fn start(status: u16) -> Receiver {
+    pub fn start(status: u16) -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let hits: Arc<Mutex<Vec<Hit>>> = Arc::default();
@@ -71,12 +71,12 @@ impl Receiver {
         Receiver { port, hits }
     }
 
-    fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.hits.lock().unwrap().len()
     }
 
     /// Waits (real time, up to 10 s) until at least `n` requests arrived.
-    fn wait_for(&self, n: usize) -> Vec<Hit> {
+    pub fn wait_for(&self, n: usize) -> Vec<Hit> {
         let deadline = Instant::now() + Duration::from_secs(10);
         while self.count() < n {
             assert!(
@@ -90,7 +90,7 @@ impl Receiver {
     }
 
     /// Asserts that no request arrives within `quiet` (real time).
-    fn assert_quiet(&self, had: usize, quiet: Duration) {
+    pub fn assert_quiet(&self, had: usize, quiet: Duration) {
         std::thread::sleep(quiet);
         assert_eq!(self.count(), had, "no beat expected");
     }

@@ -10,6 +10,7 @@ mod dashboard;
 mod fault_causes;
 mod first_sighting;
 mod full_disk;
+mod ha;
 mod heartbeat;
 mod history;
 mod hostile;

@@ -5,6 +5,7 @@
 pub mod activity;
 pub mod agents;
 pub mod auth;
+pub mod ha;
 pub mod heartbeat;
 pub mod history;
 pub mod metrics;

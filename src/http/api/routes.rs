@@ -3,7 +3,7 @@
 //! session check.
 
 use super::{
-    activity, agents, auth as api_auth, heartbeat, history, metrics, settings, silences,
+    activity, agents, auth as api_auth, ha, heartbeat, history, metrics, settings, silences,
     static_files, users, webhooks,
 };
 use crate::auth::{self, AuthFailure, Session};
@@ -80,6 +80,8 @@ pub fn route(app: &App, req: &Req) -> ApiResult {
                     settings::clean_notifications
                 }
                 ("GET", ["api", "v1", "settings", "scheduler-status"]) => settings::status,
+                ("GET", ["api", "v1", "ha"]) => ha::get,
+                ("POST", ["api", "v1", "test-hooks", "ha", "vip"]) => ha::force,
                 ("GET", ["api", "v1", "settings", "heartbeat"]) => heartbeat::get,
                 ("PUT", ["api", "v1", "settings", "heartbeat"]) => heartbeat::put,
                 ("POST", ["api", "v1", "test-hooks", "cluster-eval", "hold"]) => heartbeat::hold,
