@@ -1,5 +1,6 @@
-// The shell: session check, navigation, live indicator, theme switch, toasts,
-// keyboard shortcuts; picks the view for the current route.
+// The shell: session check, navigation, live indicator, the "standby" badge of
+// a server pair, theme switch, toasts, keyboard shortcuts; picks the view for
+// the current route.
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { signal } from '@preact/signals';
@@ -123,6 +124,23 @@ function LiveIndicator() {
   return html`<span class=${`live ${c}`} role="status" aria-live="polite" id="live-indicator">${text}</span>`;
 }
 
+// A server pair (issue 36): the server without the VIP says "standby" (it
+// records everything, sends no webhooks). Asked every 10 s.
+const pair = signal(null);
+function PairRole() {
+  useEffect(() => {
+    let stop = false;
+    const ask = () => get('/api/v1/ha').then((r) => { if (!stop) pair.value = r; }, () => {});
+    ask();
+    const t = setInterval(ask, 10000);
+    return () => { stop = true; clearInterval(t); };
+  }, []);
+  const p = pair.value;
+  if (!p || !p.configured || p.role !== 'standby') return null;
+  return html`<span class="badge warn" id="pair-role" role="status"
+    title=${`Standby: ${p.vip} is on the other server, which sends the webhooks. This dashboard is complete all the same.`}>standby</span>`;
+}
+
 function Toasts() {
   const list = S.toasts.value;
   return html`<div class="toasts" role="region" aria-label="Notifications">
@@ -156,6 +174,7 @@ function Shell({ children }) {
         </a>`)}
       </nav>
       <div class="tools">
+        <${PairRole} />
         <${LiveIndicator} />
         <${ThemeSwitch} />
         <span class="user" title="Signed in">${S.session.value?.username}</span>
