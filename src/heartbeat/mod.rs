@@ -129,7 +129,10 @@ fn run(shared: &Heartbeat, handles: &Handles, shutdown: &Shutdown) {
             shared.status.lock().next_beat = due.map(iso);
             continue;
         }
-        let step = if clock.is_driven() {
+        let step = if due.is_none() {
+            // Switched off: only a saved block wakes the thread.
+            std::time::Duration::from_millis(500)
+        } else if clock.is_driven() {
             std::time::Duration::from_millis(20)
         } else {
             due.and_then(|at| (at - now).to_std().ok())

@@ -41,7 +41,10 @@ fn only_the_vip_holder_sends_webhooks_and_a_new_holder_sends_the_window() {
     let _new = server.register_agent(&admin, "pair-new");
     receiver.assert_quiet(0, Duration::from_millis(800));
     let stored = server.get("/api/v1/activity?limit=50", Auth::Bearer(&admin));
-    assert!(stored.body.to_string().contains("pair-new"), "recorded as always");
+    assert!(
+        stored.body.to_string().contains("pair-new"),
+        "recorded as always"
+    );
 
     // The VIP arrives: the window's event goes out, the older one does not.
     let forced = server.post(
