@@ -16,6 +16,7 @@ mod bench;
 mod daily;
 mod faults;
 mod history;
+mod pair;
 mod screens;
 mod timeline;
 
