@@ -222,11 +222,19 @@ fn the_host_guide_works_as_written() {
         g.sh("h1", "readlink /opt/vrrp-monitor").trim(),
         format!("/opt/vrrp-monitor-{version}")
     );
+    // scripts/host-guide packs the static (musl) dev build, as the tarball ships
+    // static binaries (issue 32): the installed agent is that build, not this
+    // test's own glibc one.
+    let static_agent = Path::new(env!("CARGO_BIN_EXE_vrrp-agent"))
+        .parent()
+        .and_then(Path::parent)
+        .map(|target| target.join("x86_64-unknown-linux-musl/debug/vrrp-agent"))
+        .unwrap();
     let installed = g.sh("h1", "sha256sum < /opt/vrrp-monitor/bin/vrrp-agent");
     let built = lab
         .command("sh")
         .arg("-c")
-        .arg(format!("sha256sum < {}", env!("CARGO_BIN_EXE_vrrp-agent")))
+        .arg(format!("sha256sum < {}", static_agent.display()))
         .output()
         .unwrap();
     assert_eq!(installed, String::from_utf8_lossy(&built.stdout));
