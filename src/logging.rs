@@ -7,6 +7,7 @@
 
 use crate::config::{LogFormat, LogLevel};
 use std::sync::atomic::{AtomicU8, Ordering};
+pub use vrrp_protocol::escape_controls;
 
 /// The target that marks a record as fatal.
 pub const FATAL: &str = "fatal";
@@ -79,23 +80,6 @@ fn muted(target: &str) -> bool {
 }
 
 /// Installs the logger. Safe to call once per process; later calls are ignored.
-/// `text` with control characters (newlines, carriage returns, escapes; tabs
-/// kept) written as escapes, so a log line cannot be split or recoloured.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\t') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\t' => out.push(c),
-            c if c.is_control() => out.extend(c.escape_debug()),
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 pub fn init(format: LogFormat, level: LogLevel) {
     set_level(level);
     let dispatch = fern::Dispatch::new()

@@ -4,26 +4,10 @@
 //! shown as `FATAL` / `"fatal"`. Secrets never reach this module: callers pass masked values.
 
 use crate::config::{LogFormat, LogLevel};
+use vrrp_protocol::escape_controls;
 
 /// Target that marks a fatal line.
 pub const FATAL: &str = "fatal";
-
-/// `text` with control characters (newlines, carriage returns, escapes; tabs
-/// kept) written as escapes, so a log line cannot be split or recoloured.
-fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\t') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\t' => out.push(c),
-            c if c.is_control() => out.extend(c.escape_debug()),
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
 
 pub fn init(level: LogLevel, format: LogFormat) {
     // Libraries log what they carry: tungstenite traces the upgrade request (the query

@@ -2,7 +2,8 @@
 //!
 //! Everything here is tolerant by construction: unknown fields are ignored, unknown
 //! enum words are normalised, so that a server and an agent of different ages talk.
-//! These are plain serde types: no I/O, no clock, no logging.
+//! These are plain serde types (and `escape_controls`, the one text rule both binaries
+//! apply to wire text in log lines): no I/O, no clock, no logging.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -399,6 +400,25 @@ pub struct ActivityBatch {
 #[serde(rename_all = "camelCase", default)]
 pub struct ActivityAck {
     pub ids: Vec<String>,
+}
+
+/// Text that came over the wire (a host name, a user's input) on its way into a
+/// log line: both binaries log through this, so a name cannot forge a line.
+/// `text` with control characters (newlines, carriage returns, escapes; tabs
+/// kept) written as escapes, so a log line cannot be split or recoloured.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_debug()),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// A list that is not a list (or holds entries of another shape) from another
