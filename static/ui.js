@@ -77,7 +77,10 @@ export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfir
     setError('');
     try { await onConfirm(); } catch (e) { setError(e.message || String(e)); } finally { setBusy(false); }
   };
-  return html`<dialog ref=${ref} id=${id} class="dialog" onClose=${() => { if (open) onClose(); }} aria-labelledby=${titleId}>
+  // The close event is queued: after Cancel then a quick reopen it arrives
+  // when the dialog is open again. Only a dialog that is shut now (Esc) counts.
+  const closed = (e) => { if (open && !e.currentTarget.open) onClose(); };
+  return html`<dialog ref=${ref} id=${id} class="dialog" onClose=${closed} aria-labelledby=${titleId}>
     <h2 id=${titleId}>${title}</h2>
     <p>${text}</p>
     ${error && html`<p class="form-error" role="alert" data-error-for="dialog">${error}</p>`}
