@@ -7,17 +7,6 @@
 //! socket down wakes tiny_http's blocked read and frees its thread. Above
 //! [`IdlePolicy::pressure_above`] open connections the allowed quiet time shrinks.
 //!
-//! It also relieves starvation. tiny_http's thread pool can leave a new connection
-//! queued with no thread to serve it: it counts a parked thread as free until that
-//! thread wakes, so in a burst more connections are queued than threads wake.
-//! Such a connection waits until some other connection ends, which for a
-//! keep-alive connection is the idle timeout and for a WebSocket may be never
-//! (a fleet reconnecting after a restart is such a burst). The reaper spots a
-//! connection with bytes waiting that no thread has read for a tick and reports
-//! it; the HTTP layer then connects to its own port once per starved connection:
-//! with no thread parked, tiny_http spawns a new one for that connection, which
-//! ends at once, and the new thread goes on to take a queued connection.
-//!
 //! Running out of descriptors must not blind it: listing `/proc/self/fd` takes a
 //! descriptor, so the tracker keeps one in reserve (`/dev/null`) and spends it
 //! when a listing fails, then takes it back. Its counts of open descriptors and
@@ -91,8 +80,6 @@ pub struct Reaped {
     /// Connections without a request in flight (pressure counts these).
     pub without_request: usize,
     pub closed: usize,
-    /// Connections whose request no thread has taken.
-    pub starved: usize,
     /// Descriptors open, and whether that is above the policy's share of the limit.
     pub descriptors: usize,
     pub descriptor_pressure: bool,
@@ -233,14 +220,6 @@ pub struct ConnView {
     pub request_begun: bool,
     /// The peer closed its side: nobody waits for an answer.
     pub hung_up: bool,
-}
-
-impl ConnView {
-    /// Sent a request that no thread has read for at least one tick: queued in
-    /// tiny_http's pool with no thread.
-    pub fn starved(&self, tick: Duration) -> bool {
-        !self.busy && !self.completed_a_request && self.unread > 0 && self.quiet_for >= tick
-    }
 }
 
 /// The reaper's rule, without I/O. `open`: connections without a request in
@@ -400,7 +379,7 @@ impl ConnTracker {
     }
 
     /// One pass: closes the connections the policy says to.
-    pub fn reap(&self, policy: &IdlePolicy, tick: Duration) -> Reaped {
+    pub fn reap(&self, policy: &IdlePolicy) -> Reaped {
         let now = Instant::now();
         let (sockets, descriptors) = self.scan();
         let limit = self.limit.load(Ordering::Relaxed);
@@ -421,7 +400,6 @@ impl ConnTracker {
             .filter(|p| !t.in_flight.contains_key(p))
             .count();
         let mut to_close = Vec::new();
-        let mut starved = HashSet::new();
         for &(fd, peer) in &sockets {
             let first_seen = *t.first_seen.entry(peer).or_insert(now);
             let last_done = t.last_done.get(&peer).copied();
@@ -447,8 +425,6 @@ impl ConnTracker {
                 policy,
             ) {
                 to_close.push((fd, peer, view.hung_up));
-            } else if view.starved(tick) {
-                starved.insert(peer);
             }
         }
         drop(t);
@@ -468,7 +444,6 @@ impl ConnTracker {
         Reaped {
             without_request: not_busy,
             closed: closed.len(),
-            starved: starved.len(),
             descriptors,
             descriptor_pressure,
             threads: threads.unwrap_or(0),
@@ -618,45 +593,30 @@ mod tests {
     }
 
     #[test]
-    fn starved_connections() {
-        let tick = Duration::from_millis(250);
+    fn a_request_waiting_for_us_is_not_idle() {
         let waiting = ConnView {
             busy: false,
-            quiet_for: tick,
+            quiet_for: Duration::from_secs(1),
             completed_a_request: false,
             unread: 80,
             request_begun: true,
             hung_up: false,
         };
-        assert!(waiting.starved(tick));
-        assert!(
-            !ConnView {
-                quiet_for: Duration::from_millis(10),
+        assert!(!should_close(
+            waiting,
+            10_000,
+            false,
+            &IdlePolicy::default()
+        ));
+        assert!(should_close(
+            ConnView {
+                quiet_for: IdlePolicy::default().header,
                 ..waiting
-            }
-            .starved(tick),
-            "give its thread a tick"
-        );
-        assert!(
-            !ConnView {
-                unread: 0,
-                ..waiting
-            }
-            .starved(tick),
-            "a silent client is just slow"
-        );
-        assert!(
-            !ConnView {
-                completed_a_request: true,
-                ..waiting
-            }
-            .starved(tick),
-            "has its thread"
-        );
-        assert!(
-            !should_close(waiting, 10_000, false, &IdlePolicy::default()),
-            "waiting for us is not idle"
-        );
+            },
+            10_000,
+            false,
+            &IdlePolicy::default()
+        ));
     }
 
     #[test]

@@ -2,9 +2,10 @@
 //!
 //! tiny_http 0.12 gives up on its listener for good: its accept thread ends on
 //! the first `accept` error (EMFILE, ENFILE, ENOBUFS, ECONNABORTED: most of them
-//! pass), after pushing the error into its request queue; and it panics when the
-//! process runs out of descriptors between an `accept` and the `try_clone` it
-//! makes of every socket. Either way that `tiny_http::Server` accepts nothing
+//! pass), after pushing the error into its request queue (our copy does the same
+//! when the `try_clone` it makes of every socket fails: upstream panicked); and
+//! it panics when it cannot spawn a thread for a connection. Either way that
+//! `tiny_http::Server` accepts nothing
 //! more, while the connections it holds (keep-alive ones) go on delivering
 //! requests into its queue.
 //!

@@ -28,23 +28,21 @@ const BACKLOG: i32 = 4096;
 /// out the kernel hands the connection over all the same, and the reaper's
 /// first-request timeout applies from there.
 const DEFER_ACCEPT_SECS: i32 = 30;
-/// How often the reaper looks at the connections: a starved connection waits at
-/// most about this long, a slowloris a tick past its timeout. Longer when a
-/// look is costly ([`reap_tick_after`]).
+/// How often the reaper looks at the connections: a slowloris is closed a tick
+/// past its timeout. Longer when a look is costly ([`reap_tick_after`]).
 const REAP_TICK: Duration = Duration::from_millis(100);
 
 /// The reaper's next tick after a pass that took `spent` and saw `reaped`: at
 /// most a twentieth of a core while all is calm. A pass lists every descriptor;
 /// at 5,000 agents that is 6,000 entries of `/proc/self/fd`, and ten passes a
 /// second took a tenth of the server's CPU. Under pressure (many idle
-/// connections, a limit near, connections starved) it stays at [`REAP_TICK`]:
+/// connections, a limit near) it stays at [`REAP_TICK`]:
 /// closing is what frees room, and backing off there doubled health's p99 with
 /// 10,000 idle connections (`scripts/bench-hostile.sh`).
 fn reap_tick_after(spent: Duration, reaped: &Reaped, policy: &IdlePolicy) -> Duration {
     let pressed = reaped.without_request > policy.pressure_above
         || reaped.descriptor_pressure
-        || reaped.thread_pressure
-        || reaped.starved > 0;
+        || reaped.thread_pressure;
     if pressed {
         REAP_TICK
     } else {
@@ -84,12 +82,6 @@ where
         }
     }
     let descriptor_limit = sockets::raise_descriptor_limit();
-    // Where the reaper reaches us itself (an unspecified bind address is loopback).
-    let self_addr = if local.ip().is_unspecified() {
-        std::net::SocketAddr::from(([127, 0, 0, 1], port))
-    } else {
-        local
-    };
     let tracker = Arc::new(ConnTracker::new(port));
     if let Some(limit) = descriptor_limit {
         tracker.set_descriptor_limit(limit);
@@ -143,7 +135,7 @@ where
             let mut tick = REAP_TICK;
             while !reaper_shutdown.wait_timeout(tick) {
                 let started = Instant::now();
-                let reaped = tracker.reap(&policy, tick);
+                let reaped = tracker.reap(&policy);
                 let idle = reaped.without_request;
                 if idle > policy.pressure_above && !pressed {
                     log::warn!(
@@ -175,13 +167,6 @@ where
                 if reaped.closed > 0 {
                     log::debug!("Closed {} idle HTTP connections", reaped.closed);
                 }
-                if reaped.starved > 0 {
-                    log::debug!(
-                        "{} connections wait for a tiny_http thread; nudging its pool",
-                        reaped.starved
-                    );
-                    nudge_pool(self_addr, reaped.starved);
-                }
                 let tid = accept_tid.load(std::sync::atomic::Ordering::Relaxed);
                 if last_naming.elapsed() >= NAMING_EVERY && tid != listen::TID_LOOKING {
                     conns::name_inherited_threads((tid > 0).then_some(tid), &mut named);
@@ -195,17 +180,6 @@ where
         done,
         tracker: ours,
     })
-}
-
-/// Makes tiny_http's pool spawn `n` threads: each connection to our own port that
-/// arrives while no pool thread is parked gets a new thread, which serves that
-/// (empty) connection and then takes a connection that was queued without one.
-fn nudge_pool(addr: std::net::SocketAddr, n: usize) {
-    for _ in 0..n.min(64) {
-        if let Ok(s) = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
-            drop(s);
-        }
-    }
 }
 
 impl HttpServer {
@@ -266,7 +240,6 @@ mod tests {
                 thread_pressure: true,
                 ..calm
             },
-            Reaped { starved: 1, ..calm },
         ] {
             assert_eq!(reap_tick_after(costly, &pressed, &policy), REAP_TICK);
         }

@@ -429,7 +429,10 @@ pub(crate) fn fuzz_parse(data: &[u8]) -> Vec<Result<(String, String, Vec<u8>), S
         let _ = theirs.read_to_end(&mut answers);
     });
     let conn = crate::connection::Connection::from(ours);
-    let (read, write) = RefinedTcpStream::new(conn);
+    let (read, write) = match RefinedTcpStream::new(conn) {
+        Ok(pair) => pair,
+        Err(e) => return vec![Err(e.to_string())],
+    };
     let client = ClientConnection::new(write, read).with_prebuffer(64 * 1024);
     let mut out = Vec::new();
     for mut rq in client {

@@ -332,7 +332,7 @@ impl Server {
                         if sock.set_read_timeout(limits.read_timeout).is_err() {
                             continue;
                         }
-                        let (read_closable, write_closable) = match ssl {
+                        let pair = match ssl {
                             None => RefinedTcpStream::new(sock),
                             #[cfg(feature = "ssl-rustls")]
                             Some(ref ssl) => {
@@ -349,9 +349,13 @@ impl Server {
                             Some(ref _ssl) => unreachable!(),
                         };
 
-                        Ok(ClientConnection::new(write_closable, read_closable)
-                            .with_head_deadline(limits.head_deadline)
-                            .with_prebuffer(limits.prebuffer_body))
+                        // vrrp-monitor patch: out of descriptors for the clone is
+                        // an accept error (this thread ends), no longer a panic.
+                        pair.map(|(read_closable, write_closable)| {
+                            ClientConnection::new(write_closable, read_closable)
+                                .with_head_deadline(limits.head_deadline)
+                                .with_prebuffer(limits.prebuffer_body)
+                        })
                     }
                     Err(e) => Err(e),
                 };

@@ -69,11 +69,17 @@ impl TaskPool {
     pub fn spawn(&self, code: Box<dyn FnMut() + Send>) {
         let mut queue = self.sharing.todo.lock().unwrap();
 
-        if self.sharing.waiting_tasks.load(Ordering::Acquire) == 0 {
-            self.add_thread(Some(code));
-        } else {
+        // vrrp-monitor patch: upstream queued the task whenever one thread was
+        // waiting, but a notified thread counts as waiting until it wakes, so a
+        // burst queued many tasks behind one waiting thread. A task is a whole
+        // connection, so the rest waited for some other connection to end (for a
+        // WebSocket: never). Both counts change only under this lock: queue a
+        // task only for a waiting thread that no queued task has claimed yet.
+        if self.sharing.waiting_tasks.load(Ordering::Acquire) > queue.len() {
             queue.push_back(code);
             self.sharing.condvar.notify_one();
+        } else {
+            self.add_thread(Some(code));
         }
     }
 
