@@ -131,12 +131,18 @@ pub fn send(hook: &store::WebhookSpec, rendered: &Rendered, allowed: &[ipnet::Ip
     }
     // No redirect is followed: a 3xx could send the event (or, turned into a
     // GET, fetch an answer) somewhere the operator never named.
-    let agent: ureq::Agent = ureq::Agent::config_builder()
+    let config = ureq::Agent::config_builder()
         .timeout_global(Some(std::time::Duration::from_millis(hook.timeout_ms)))
         .http_status_as_error(false)
         .max_redirects(0)
-        .build()
-        .into();
+        .build();
+    let agent = ureq::Agent::with_parts(
+        config,
+        ureq::unversioned::transport::DefaultConnector::new(),
+        super::target::Resolver {
+            allowed: allowed.into(),
+        },
+    );
     let body = rendered.body.to_string();
     let mut request = ureq::http::Request::builder()
         .method(hook.method.as_str())
@@ -186,7 +192,13 @@ pub fn send(hook: &store::WebhookSpec, rendered: &Rendered, allowed: &[ipnet::Ip
         }
         Err(e) => Attempt {
             status: None,
-            error: Some(e.to_string()),
+            // A refusal of the resolver is our own sentence: no "io:" before it.
+            error: Some(match e {
+                ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::PermissionDenied => {
+                    io.to_string()
+                }
+                e => e.to_string(),
+            }),
             response: String::new(),
         },
     }

@@ -9,11 +9,17 @@
 //!   are refused unless `webhooks.allowed_networks` lists them: a cloud's
 //!   metadata service lives there.
 //! - Private and loopback targets stay allowed: internal chat servers are
-//!   common. Host names are not resolved here (a name that resolves to a
-//!   link-local address is not caught; the README says so).
+//!   common.
+//! - A host name is judged by what it resolves to, at the send: [`Resolver`]
+//!   is the lookup ureq makes, and it refuses a name with a link-local address
+//!   among its answers. ureq connects to the addresses it returned, so a second
+//!   lookup cannot swap in another (DNS rebinding).
 
 use ipnet::IpNet;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs};
+use ureq::unversioned::transport::NextTimeout;
 
 /// Checks `url`'s host against the rules; the error names what is wrong.
 pub fn check(url: &str, allowed: &[IpNet]) -> Result<(), String> {
@@ -41,6 +47,48 @@ pub fn check(url: &str, allowed: &[IpNet]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// What a host name resolved to, judged: every address must pass the
+/// link-local rule, or the name is refused (one bad answer among good ones is
+/// still where a request could go).
+pub fn check_resolved(host: &str, addrs: &[SocketAddr], allowed: &[IpNet]) -> Result<(), String> {
+    match addrs
+        .iter()
+        .map(|a| a.ip())
+        .find(|ip| is_link_local(*ip) && !allowed.iter().any(|n| n.contains(ip)))
+    {
+        Some(ip) => Err(format!(
+            "url: {host} resolves to {ip}, a link-local address, refused unless webhooks.allowed_networks lists it"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// ureq's lookup with [`check_resolved`] on its answers. A refusal is an I/O
+/// error of kind `PermissionDenied` carrying the sentence.
+#[derive(Debug)]
+pub struct Resolver {
+    pub allowed: Arc<[IpNet]>,
+}
+
+impl ureq::unversioned::resolver::Resolver for Resolver {
+    fn resolve(
+        &self,
+        uri: &ureq::http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        let host = uri.host().unwrap_or("?");
+        check_resolved(host, &addrs, &self.allowed).map_err(|refused| {
+            ureq::Error::Io(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                refused,
+            ))
+        })?;
+        Ok(addrs)
+    }
 }
 
 /// [`check`] for a URL as saved: a host with a template in it is only known
@@ -154,6 +202,26 @@ mod tests {
         let allowed: Vec<IpNet> = vec!["169.254.169.254/32".parse().unwrap()];
         assert!(check("http://169.254.169.254/", &allowed).is_ok());
         assert!(check("http://169.254.1.1/", &allowed).is_err());
+    }
+
+    #[test]
+    fn names_are_judged_by_every_address_they_resolve_to() {
+        let at = |ip: &str| SocketAddr::new(ip.parse().unwrap(), 443);
+        let good = [at("192.0.2.10"), at("2001:db8::1")];
+        assert!(check_resolved("chat.example", &good, &[]).is_ok());
+        let e = check_resolved(
+            "meta.example",
+            &[at("192.0.2.10"), at("169.254.169.254")],
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "url: meta.example resolves to 169.254.169.254, a link-local address, refused unless webhooks.allowed_networks lists it"
+        );
+        assert!(check_resolved("v6.example", &[at("fe80::1")], &[]).is_err());
+        let allowed: Vec<IpNet> = vec!["169.254.169.254/32".parse().unwrap()];
+        assert!(check_resolved("meta.example", &[at("169.254.169.254")], &allowed).is_ok());
     }
 
     #[test]
