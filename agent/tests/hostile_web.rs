@@ -201,4 +201,18 @@ fn every_answer_says_no_referrer() {
             "{path}: {a}"
         );
     }
+    // What tiny_http answers itself: a request line it cannot read, a version
+    // above 1.1.
+    for (request, status) in [
+        ("NONSENSE\r\n\r\n", "400"),
+        ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", "505"),
+    ] {
+        let mut s = agent.raw(request.as_bytes());
+        let a = answer(&mut s, Duration::from_secs(5)).to_ascii_lowercase();
+        assert!(a.starts_with(&format!("http/1.1 {status}")), "{a}");
+        assert!(
+            a.contains("\r\nreferrer-policy: no-referrer\r\n"),
+            "{status}: {a}"
+        );
+    }
 }

@@ -247,6 +247,13 @@ impl ClientConnection {
     }
 }
 
+/// vrrp-monitor patch: the answers tiny_http writes itself (400, 408, 417, 431,
+/// 505) carry the `Referrer-Policy` every answer of both binaries carries.
+fn no_referrer() -> crate::Header {
+    crate::Header::from_bytes(&b"Referrer-Policy"[..], &b"no-referrer"[..])
+        .expect("a constant, valid header")
+}
+
 impl Iterator for ClientConnection {
     type Item = Request;
 
@@ -265,7 +272,7 @@ impl Iterator for ClientConnection {
             let rq = match self.read() {
                 Err(ReadError::WrongRequestLine) => {
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(400));
+                    let response = Response::new_empty(StatusCode(400)).with_header(no_referrer());
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
@@ -275,7 +282,7 @@ impl Iterator for ClientConnection {
 
                 Err(ReadError::WrongHeader(ver)) => {
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(400));
+                    let response = Response::new_empty(StatusCode(400)).with_header(no_referrer());
                     response.raw_print(writer, ver, &[], false, None).ok();
                     return None; // we don't know where the next request would start,
                                  // se we have to close
@@ -293,7 +300,7 @@ impl Iterator for ClientConnection {
                             .unwrap(),
                     )
                     .with_header("Connection: close".parse::<crate::Header>().unwrap())
-                    .with_header("Referrer-Policy: no-referrer".parse::<crate::Header>().unwrap());
+                    .with_header(no_referrer());
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
@@ -303,7 +310,7 @@ impl Iterator for ClientConnection {
                 Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {
                     // request timeout
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(408));
+                    let response = Response::new_empty(StatusCode(408)).with_header(no_referrer());
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
@@ -312,7 +319,7 @@ impl Iterator for ClientConnection {
 
                 Err(ReadError::ExpectationFailed(ver)) => {
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(417));
+                    let response = Response::new_empty(StatusCode(417)).with_header(no_referrer());
                     response.raw_print(writer, ver, &[], true, None).ok();
                     return None; // TODO: should be recoverable, but needs handling in case of body
                 }
@@ -333,7 +340,8 @@ impl Iterator for ClientConnection {
                 let response = Response::from_string(
                     "This server only supports HTTP versions 1.0 and 1.1".to_owned(),
                 )
-                .with_status_code(StatusCode(505));
+                .with_status_code(StatusCode(505))
+                .with_header(no_referrer());
                 response
                     .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                     .ok();
