@@ -6,8 +6,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { html, exact, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { post, put } from '../api.js';
-import { route, setParams } from '../router.js';
-import { Field, Input, FieldError, useErrors, left } from '../form.js';
+import { navigate, route } from '../router.js';
+import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs, left } from '../form.js';
 
 // One clock tick a second while a countdown is on screen.
 function useSecondTick() {
@@ -21,14 +21,17 @@ function useSecondTick() {
 
 // After a client was added: give it a name and a site (both optional).
 export function NameAndSite({ client, onDone }) {
-  const [values, setValues] = useState({ displayName: client.displayName || client.hostname || '', site: client.site || '' });
+  const [base, setBase] = useState(() => ({ displayName: client.displayName || client.hostname || '', site: client.site || '' }));
+  const [values, setValues] = useState(base);
   const { errors, fail, clear } = useErrors();
   const [saved, setSaved] = useState(false);
+  useDirtyGuard(differs(values, base));
   async function save(e) {
     e.preventDefault();
     clear();
     try {
       await put(`/api/v1/clients/${encodeURIComponent(client.id)}`, { displayName: values.displayName, site: values.site || null });
+      setBase(values);
       setSaved(true);
       if (onDone) onDone();
     } catch (err) { fail(err, ['displayName', 'site']); }
@@ -73,6 +76,8 @@ function Inbound() {
   const { errors, fail, clear } = useErrors();
   const [issued, setIssued] = useState(null); // {token, expiresAt, ..., known: Set of client ids before}
   const tick = useSecondTick();
+  // Typed but no token made yet. (A token made is stored: the tokens list keeps it.)
+  useDirtyGuard(!issued && !!(values.displayName.trim() || values.inboundAllowedIp.trim()));
 
   async function create(e) {
     e.preventDefault();
@@ -158,6 +163,7 @@ function Outbound() {
   const [busy, setBusy] = useState(false);
   const [added, setAdded] = useState(null);
   const fields = ['outboundTargetAddress', 'registrationSecret', 'hostname'];
+  useDirtyGuard(!added && Object.values(values).some((v) => v.trim()));
 
   async function create(e) {
     e.preventDefault();
@@ -201,17 +207,26 @@ function Outbound() {
 
 export function AddHost() {
   useTitle('Add a host');
+  // Esc leaves the wizard (asking first when something typed is not saved).
+  useEscape(() => navigate('/clients'));
   const mode = route.value.params.get('mode') || '';
+  // The other way throws the form of this one away: asked like leaving. While
+  // the question is open (or after Stay) the radio shows the way still shown.
+  const choose = (m) => {
+    navigate(`/clients/add?mode=${m}`, true);
+    const shown = document.getElementById(`mode-${route.value.params.get('mode')}`);
+    if (shown) shown.checked = true;
+  };
   return html`<section class="admin">
     <p><a href="/clients">← Clients</a></p>
     <h1>Add a host</h1>
     <fieldset class="choice" role="radiogroup" aria-label="How the agent connects">
       <legend>How does the agent connect?</legend>
       <label class=${mode === 'inbound' ? 'chosen' : ''}><input type="radio" name="mode" value="inbound" id="mode-inbound"
-        checked=${mode === 'inbound'} onChange=${() => setParams({ mode: 'inbound' })} />
+        checked=${mode === 'inbound'} onChange=${() => choose('inbound')} />
         <strong>The agent dials the server</strong> (inbound): it needs the server's URL and a registration token.</label>
       <label class=${mode === 'outbound' ? 'chosen' : ''}><input type="radio" name="mode" value="outbound" id="mode-outbound"
-        checked=${mode === 'outbound'} onChange=${() => setParams({ mode: 'outbound' })} />
+        checked=${mode === 'outbound'} onChange=${() => choose('outbound')} />
         <strong>The server dials the agent</strong> (outbound): for hosts the server can reach but that cannot reach it.</label>
     </fieldset>
     ${mode === 'inbound' && html`<${Inbound} />`}

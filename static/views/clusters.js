@@ -7,6 +7,37 @@ import { route, setParams } from '../router.js';
 import { okShare, percent, useAvailabilityList } from '../history.js';
 import { loadSilences, silencesFor } from '../silence.js';
 import { clusterHref, explain, hostOf, live, Members } from '../members.js';
+import { arrow, nextSort, sortRows } from '../table.js';
+
+// The list's columns to sort by (the shared table's sorting: a click sorts
+// ascending, again descending). Attention first is the API's own order; ties
+// keep it. In the URL: `sort=vrid`, `sort=-vrid`.
+const SORTS = [
+  { key: 'attention', label: 'Attention', sort: (c) => c.order },
+  { key: 'vrid', label: 'VRID', sort: (c) => c.vrid },
+  { key: 'site', label: 'Site', sort: (c) => c.site || '' },
+  { key: 'network', label: 'Network', sort: (c) => c.networks[0] || '' },
+  // Lowest availability (share of time ok over 30 days) first; no history last.
+  { key: 'availability', label: 'Availability (30 d)', sort: (c) => okShare(c.availability) ?? 2 },
+];
+
+function sortOf(param) {
+  const key = (param || '').replace(/^-/, '');
+  return SORTS.some((c) => c.key === key) ? { key, dir: param.startsWith('-') ? -1 : 1 } : { key: 'attention', dir: 1 };
+}
+
+function SortHead({ sort }) {
+  return html`<div class="sort-head row" role="group" aria-label="Sort clusters by" id="cluster-sort">
+    <span class="muted">Sort by</span>
+    ${SORTS.map((c) => {
+      const on = sort.key === c.key;
+      return html`<button type="button" class=${`sort small${on ? ' active' : ''}`} data-col=${c.key} aria-pressed=${on}
+        data-dir=${on ? (sort.dir > 0 ? 'ascending' : 'descending') : undefined}
+        onClick=${() => { const n = nextSort(sort, c.key); setParams({ sort: n.key === 'attention' && n.dir > 0 ? '' : `${n.dir < 0 ? '-' : ''}${n.key}` }); }}>
+        ${c.label}<span aria-hidden="true" class="arrow">${arrow(on ? sort : null, c.key)}</span></button>`;
+    })}
+  </div>`;
+}
 
 function matches(c, q) {
   if (!q) return true;
@@ -38,19 +69,16 @@ export function Clusters() {
   const health = p.get('health') || '';
   const state = p.get('state') || '';
   const attention = p.get('attention') === '1';
-  const byAvailability = p.get('sort') === 'availability';
+  const sort = sortOf(p.get('sort') || '');
+  const byAvailability = sort.key === 'availability';
   useEffect(() => { loadSilences(); }, []);
   const figures = useAvailabilityList(byAvailability);
-  let list = S.clusters.value.filter((c) => (!health || c.health === health)
+  let list = S.clusters.value.map((c, order) => ({ ...c, order })).filter((c) => (!health || c.health === health)
     && (!attention || c.health !== 'ok')
     && (!state || c.members.some((m) => live(m) && m.instance.state === state))
     && matches(c, q));
-  if (byAvailability && figures) {
-    // Lowest availability (share of time ok over 30 days) first; no history last.
-    const share = (c) => okShare(figures.get(c.key)) ?? 2;
-    list = list.map((c) => ({ ...c, availability: figures.get(c.key) }))
-      .sort((a, b) => share(a) - share(b) || a.key.localeCompare(b.key));
-  }
+  if (byAvailability && figures) list = list.map((c) => ({ ...c, availability: figures.get(c.key) }));
+  list = sortRows(list, SORTS, sort);
   return html`<section>
     <h1>Clusters</h1>
     <div class="filters row">
@@ -60,15 +88,11 @@ export function Clusters() {
         <option value="">Any health</option>
         ${['split-brain', 'no-master', 'vip-mismatch', 'degraded', 'unknown', 'ok'].map((h) => html`<option value=${h}>${h}</option>`)}
       </select>
-      <select aria-label="Order" id="cluster-order" value=${byAvailability ? 'availability' : ''}
-        onChange=${(e) => setParams({ sort: e.currentTarget.value })}>
-        <option value="">Attention first</option>
-        <option value="availability">Lowest availability first (30 d)</option>
-      </select>
       ${(state || attention) && html`<button type="button" onClick=${() => setParams({ state: '', attention: '' })}>
         ${state ? `With a live ${state}` : 'Needing attention'} ×</button>`}
       <span class="muted" id="cluster-count">${list.length} of ${S.clusters.value.length}</span>
     </div>
+    <${SortHead} sort=${sort} />
     ${!S.clustersLoaded.value ? html`<p class="muted">Loading…</p>`
       : html`<div class="cluster-list"><${Paged} items=${list} size=${50} render=${ClusterRow}
           empty=${S.clusters.value.length ? 'No cluster matches.' : 'No clusters yet: no agent has reported a VRRP instance.'} /></div>`}

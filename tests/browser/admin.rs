@@ -13,7 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let t0 = Instant::now();
     loop {
         if let Some(v) = f() {

@@ -96,6 +96,29 @@ fn counters_are_highlighted_only_on_a_fault_of_the_members_own_role() {
     assert_eq!(highlighted(&b), json!([]), "a healthy pair has a highlight");
     b.screenshot("counters-healthy");
 
+    // A young cluster: its availability is over the time it was observed, and
+    // says so (not a share of a 24 h window it did not exist for).
+    for range in ["7d", "24h"] {
+        b.click(&format!("#history-timeline button[data-range='{range}']"));
+        b.wait(&format!(
+            "#history-timeline[data-range='{range}'] #availability-figures"
+        ));
+        let words = if range == "7d" { "7 d" } else { "24 h" };
+        b.wait_text(
+            "[data-figure=observed]",
+            &format!("of the last {words}; the shares below are of that time"),
+        );
+        b.wait_text("[data-figure=ok-share]", "of the observed time");
+        let share = b.js(
+            "return parseFloat(document.querySelector('[data-figure=ok-share]').textContent)",
+            json!([]),
+        );
+        assert!(
+            share.as_f64().unwrap() > 10.0,
+            "{range}: a healthy pair observed for seconds is {share} % ok"
+        );
+    }
+
     // The backup's authentication failures rise: that cell, and only it.
     bb.report(backup(4));
     b.wait_text("#counter-summary", "1 error counter above 0");
@@ -108,7 +131,7 @@ fn counters_are_highlighted_only_on_a_fault_of_the_members_own_role() {
 fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does() {
     let server = Server::start();
     let admin = server.admin();
-    let _a = FakeAgent::connect(
+    let lb_a = FakeAgent::connect(
         &server,
         &admin,
         "lb-a",
@@ -117,7 +140,7 @@ fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does
             instance("VI_DB", "BACKUP", 100, 52, "198.51.100.10/24"),
         ]),
     );
-    let _b = FakeAgent::connect(&server, &admin, "lb-b", member("VI_WEB", "BACKUP", 100));
+    let lb_b = FakeAgent::connect(&server, &admin, "lb-b", member("VI_WEB", "BACKUP", 100));
     let _c = FakeAgent::connect(
         &server,
         &admin,
@@ -173,7 +196,32 @@ fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does
     assert_eq!(row("lb-a"), json!("running 2 instances · 1 MASTER"));
     assert_eq!(row("lb-b"), json!("running 1 instance"));
     assert_eq!(row("cache-c"), json!("stopped"));
-    b.wait("#client-list tr button[data-action=refresh]");
+    // Refresh from the row: the server asks the agent, whose new reading shows.
+    lb_b.set_reading(reading_of(vec![
+        instance("VI_WEB", "BACKUP", 100, 51, "192.0.2.100/24"),
+        instance("VI_DB", "BACKUP", 90, 52, "198.51.100.10/24"),
+    ]));
+    assert_eq!(row("lb-b"), json!("running 1 instance"), "sent unasked");
+    b.js(
+        "[...document.querySelectorAll('#client-list tbody tr')].find(r => r.textContent.includes('lb-b'))
+           .querySelector('button[data-action=refresh]').click()",
+        json!([]),
+    );
+    b.wait_text("#client-list tbody tr", "Reading requested.");
+    b.wait_js(
+        "lb-b's new reading in its row",
+        "const r = [...document.querySelectorAll('#client-list tbody tr')].find(r => r.textContent.includes('lb-b'));
+         return r.querySelector('td[data-col=keepalived]').textContent.includes('2 instances')",
+        json!([]),
+    );
+    // Inbound rows offer no reconnect (only the server dials outbound agents).
+    assert_eq!(
+        b.js(
+            "return document.querySelectorAll('#client-list button[data-action=reconnect]').length",
+            json!([])
+        ),
+        json!(0)
+    );
 
     // Sorting by a column: by name, then the other way.
     let order = "return [...document.querySelectorAll('#client-list tbody tr td[data-col=name] a')].map(a => a.textContent)";
@@ -190,8 +238,74 @@ fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does
     assert_eq!(b.js(order, json!([])), json!(["lb-b", "lb-a", "cache-c"]));
     b.screenshot("clients-sorted");
 
+    // The overview's card for online hosts without a usable reading leads to them.
+    b.goto(&server.url("/"));
+    b.wait_text(
+        "#unusable-hosts",
+        "hosts without a usable keepalived reading",
+    );
+    assert_eq!(
+        b.js(
+            "return document.querySelector('#unusable-hosts .stat-value').textContent",
+            json!([])
+        ),
+        json!("1")
+    );
+    assert!(b
+        .js(
+            "return document.querySelector('#unusable-hosts').className",
+            json!([])
+        )
+        .as_str()
+        .unwrap()
+        .contains("warn"));
+    b.click("#unusable-hosts");
+    b.wait_text("#client-list", "cache-c");
+    assert_eq!(
+        b.js("return [...document.querySelectorAll('#client-list tbody tr td[data-col=name] a')].map(a => a.textContent)", json!([])),
+        json!(["cache-c"])
+    );
+
+    // The clusters list sorts by a column: attention first (the API's order),
+    // then by VRID, and the other way.
+    b.goto(&server.url("/clusters"));
+    b.wait_text("article.cluster", "lb-b");
+    let vrids = "return [...document.querySelectorAll('article.cluster .cluster-name')].map(a => a.textContent)";
+    assert_eq!(
+        b.js(vrids, json!([])),
+        json!(["VRID 52", "VRID 51"]),
+        "attention first"
+    );
+    b.click("#cluster-sort button[data-col=vrid]");
+    b.wait_js(
+        "the sort in the URL",
+        "return location.search === '?sort=vrid'",
+        json!([]),
+    );
+    assert_eq!(b.js(vrids, json!([])), json!(["VRID 51", "VRID 52"]));
+    assert_eq!(
+        b.js(
+            "const x = document.querySelector('#cluster-sort button[data-col=vrid]');
+             return [x.getAttribute('aria-pressed'), x.dataset.dir, x.textContent.trim()]",
+            json!([])
+        ),
+        json!(["true", "ascending", "VRID ▲"])
+    );
+    b.click("#cluster-sort button[data-col=vrid]");
+    b.wait_js(
+        "the sort in the URL",
+        "return location.search === '?sort=-vrid'",
+        json!([]),
+    );
+    assert_eq!(b.js(vrids, json!([])), json!(["VRID 52", "VRID 51"]));
+    b.screenshot("clusters-sorted");
+
     // A client's instances lead to their cluster.
-    b.click("#client-list a[href^='/clients/']");
+    b.goto(&server.url("/clients"));
+    b.click(&format!(
+        "#client-list a[href='/clients/{}']",
+        lb_a.identity.id
+    ));
     b.wait("#instance-list");
     names_state_and_priority("client page", b.js(headers, json!([])));
     b.wait("#instance-list a[href^='/clusters/']");
@@ -269,27 +383,48 @@ fn every_view_fits_a_phone_without_sideways_scrolling() {
     let key = cluster_key(&server, &admin);
     let b = Browser::start(375, 740);
     login(&b, &server, "admin", ADMIN_PASSWORD, "/");
+    // Each page with what it shows last (the cluster page's drawn timeline and
+    // counters, the settings' scheduler status...), so the check sees it whole.
     let pages = [
-        ("/".to_owned(), ".stats"),
-        ("/clusters".to_owned(), "table.members"),
-        (format!("/clusters/{}", urlencode(&key)), "#counters"),
-        ("/clients".to_owned(), "#client-list"),
-        (format!("/clients/{}", a.identity.id), "#instance-list"),
+        ("/".to_owned(), ".stats .stat"),
+        (
+            "/clusters".to_owned(),
+            "article.cluster table.members tbody tr",
+        ),
+        (
+            format!("/clusters/{}", urlencode(&key)),
+            "#master-timeline .timeline-chart[data-ready='1'] canvas",
+        ),
+        (format!("/clusters/{}", urlencode(&key)), "#counter-summary"),
+        ("/clients".to_owned(), "#client-list tbody tr"),
+        (
+            format!("/clients/{}", a.identity.id),
+            "#instance-list tbody tr",
+        ),
         (format!("/clients/{}/edit", a.identity.id), "#client-form"),
-        ("/activity".to_owned(), "#level-filter"),
+        ("/activity".to_owned(), "#activity-list"),
         ("/silences".to_owned(), ".silences"),
-        ("/webhooks".to_owned(), ".admin"),
+        ("/webhooks".to_owned(), ".admin .empty"),
         ("/tokens".to_owned(), "#token-form"),
-        ("/users".to_owned(), "#user-list"),
-        ("/settings".to_owned(), "#scheduler-activity"),
+        ("/users".to_owned(), "#user-list tbody tr"),
+        (
+            "/settings".to_owned(),
+            "#scheduler-activity .scheduler-status",
+        ),
         ("/clients/add".to_owned(), ".choice"),
+        ("/clients/add?mode=outbound".to_owned(), "#outbound-form"),
+        ("/webhooks/new".to_owned(), "button[data-template=slack]"),
     ];
     for (path, ready) in &pages {
         b.goto(&server.url(path));
         b.wait(ready);
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        b.wait_text("#live-indicator", "Live");
         assert_eq!(sideways(&b), json!([]), "{path} at 375 px");
     }
+    // The login page, logged out.
+    b.click("#logout");
+    b.wait("form input[name=username]");
+    assert_eq!(sideways(&b), json!([]), "login at 375 px");
 }
 
 #[test]
@@ -375,4 +510,264 @@ fn the_agent_register_page_names_the_button_the_dashboard_shows() {
     assert!(!register.contains("Add agent"));
     let clients = include_str!("../../static/views/clients.js");
     assert!(clients.contains(">Add a host</a>"));
+}
+
+/// The dialog "Leave without saving?" is open; `stay`: answer Stay, else Leave.
+fn answer_leave(b: &Browser, stay: bool) {
+    b.wait_text("#leave-dialog[open]", "not saved");
+    b.click(if stay {
+        "#leave-dialog[open] button.cancel"
+    } else {
+        "#leave-dialog[open] button.confirm"
+    });
+    b.wait_js(
+        "the dialog to close",
+        "return !document.querySelector('dialog[open]')",
+        json!([]),
+    );
+}
+
+fn path_is(b: &Browser, path: &str) {
+    b.wait_js(
+        "the page",
+        "return location.pathname + location.search === arguments[0]",
+        json!([path]),
+    );
+}
+
+#[test]
+fn esc_closes_the_editors_and_the_add_a_host_wizard_keeps_typing_until_told() {
+    let server = Server::start();
+    let admin = server.admin();
+    let a = FakeAgent::connect(&server, &admin, "lb-a", member("VI_WEB", "MASTER", 150));
+    let b = Browser::start(1280, 900);
+    let edit = format!("/clients/{}/edit", a.identity.id);
+    login(&b, &server, "admin", ADMIN_PASSWORD, &edit);
+
+    // The client editor: Esc goes back to the client; with typing it asks first.
+    b.wait("#client-form");
+    b.keys("\u{E00C}");
+    path_is(&b, &format!("/clients/{}", a.identity.id));
+    b.goto(&server.url(&edit));
+    b.type_into("#f-site", "dc-7");
+    b.keys("\u{E00C}");
+    answer_leave(&b, true);
+    path_is(&b, &edit);
+    assert_eq!(
+        b.js("return document.querySelector('#f-site').value", json!([])),
+        json!("dc-7")
+    );
+    b.keys("\u{E00C}");
+    answer_leave(&b, false);
+    path_is(&b, &format!("/clients/{}", a.identity.id));
+
+    // A user's editor: Esc closes it.
+    b.goto(&server.url("/users"));
+    b.click("#user-list tr[data-user=admin] button.edit");
+    b.wait("form[id^=edit-user]");
+    b.keys("\u{E00C}");
+    b.wait_js(
+        "the user editor to close",
+        "return !document.querySelector('form[id^=edit-user]')",
+        json!([]),
+    );
+    path_is(&b, "/users");
+
+    // The wizard: typed but no token made yet, leaving asks; so does switching
+    // to the other way (its form would go) and Esc.
+    b.goto(&server.url("/clients/add?mode=inbound"));
+    b.wait("#token-form");
+    b.keys("\u{E00C}");
+    path_is(&b, "/clients");
+    b.goto(&server.url("/clients/add?mode=inbound"));
+    b.type_into("#f-displayName", "edge-9");
+    b.click("nav a[href='/clusters']");
+    answer_leave(&b, true);
+    b.click("#mode-outbound");
+    answer_leave(&b, true);
+    path_is(&b, "/clients/add?mode=inbound");
+    assert_eq!(
+        b.js(
+            "return [document.querySelector('#mode-inbound').checked, document.querySelector('#f-displayName').value]",
+            json!([])
+        ),
+        json!([true, "edge-9"])
+    );
+    b.click("#mode-outbound");
+    answer_leave(&b, false);
+    b.wait("#outbound-form");
+    path_is(&b, "/clients/add?mode=outbound");
+    // A token made is kept (the tokens list has it): leaving no longer asks.
+    b.click("#mode-inbound");
+    b.type_into("#f-displayName", "edge-9");
+    b.click("#create-token");
+    b.wait("#new-token");
+    b.keys("\u{E00C}");
+    path_is(&b, "/clients");
+}
+
+#[test]
+fn the_webhook_list_says_a_failed_delivery_in_words_and_wraps_a_long_url_between_parts() {
+    let server = Server::start();
+    let admin = server.admin();
+    // Nothing listens on this port: the delivery is refused.
+    let url = format!(
+        "http://127.0.0.1:{}/services/T0AAAAAAA/B0BBBBBBB/Xq7rTz?channel=ops-alerts&source=vrrp-monitor",
+        crate::harness::free_port()
+    );
+    let templates = server
+        .get(
+            "/api/v1/webhooks/templates",
+            crate::harness::Auth::Cookie(&admin),
+        )
+        .body;
+    let mut spec = templates
+        .as_array()
+        .and_then(|l| l.iter().find(|t| t["id"] == "slack"))
+        .unwrap_or_else(|| panic!("no slack template: {templates}"))["webhook"]
+        .clone();
+    spec["name"] = json!("Ops chat");
+    spec["url"] = json!(url);
+    spec["minLevel"] = json!("info");
+    spec["kinds"] = json!(["client.*"]);
+    let hook = server.post(
+        "/api/v1/webhooks",
+        crate::harness::Auth::Cookie(&admin),
+        &spec.to_string(),
+    );
+    assert!(hook.status < 300, "{:?}", hook.body);
+    // An event for it (the agent connects), delivered and refused, retries included.
+    let _a = FakeAgent::connect(&server, &admin, "lb-a", member("VI_WEB", "MASTER", 150));
+    let error = crate::admin::wait_for("the refused delivery to be stored", || {
+        let list = server
+            .get("/api/v1/webhooks", crate::harness::Auth::Cookie(&admin))
+            .body;
+        list[0]["lastError"].as_str().map(str::to_owned)
+    });
+    assert!(error.contains("refused"), "{error}");
+
+    let b = Browser::start(375, 740);
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/webhooks");
+    b.wait("#webhook-list");
+    let cell = |col: &str| {
+        b.js(
+            "return document.querySelector(`#webhook-list td[data-label='${arguments[0]}']`).innerText",
+            json!([col]),
+        )
+        .as_str()
+        .unwrap()
+        .to_owned()
+    };
+    let last = cell("Last delivery");
+    assert!(
+        last.contains("The receiver refused the connection (nothing listens on that port)."),
+        "{last}"
+    );
+    assert!(
+        !last.contains("os error") && !last.contains("io:"),
+        "raw error shown: {last}"
+    );
+    // The URL reads whole, wraps over lines at 375 px, and no part of it is cut
+    // in the middle (each part between separators sits on one line).
+    assert_eq!(
+        b.js(
+            "return document.querySelector('#webhook-list .url').textContent",
+            json!([])
+        ),
+        json!(url)
+    );
+    let lines = b.js(
+        "const u = document.querySelector('#webhook-list .url');
+         const tops = (n) => { const r = document.createRange(); r.selectNodeContents(n);
+           return new Set([...r.getClientRects()].map(x => Math.round(x.top))); };
+         const parts = [...u.childNodes].filter(n => n.nodeType === 3);
+         const lines = new Set(parts.flatMap(n => [...tops(n)]));
+         return [lines.size, parts.filter(n => tops(n).size > 1).map(n => n.textContent)];",
+        json!([]),
+    );
+    assert!(
+        lines[0].as_u64().unwrap() > 1,
+        "the URL does not wrap: {lines}"
+    );
+    assert_eq!(lines[1], json!([]), "parts broken mid-word");
+    assert_eq!(sideways(&b), json!([]), "the webhook list at 375 px");
+    b.screenshot("webhooks-failed-delivery-phone");
+}
+
+#[test]
+fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_it() {
+    let server = Server::start();
+    let admin = server.admin();
+    let agent = crate::admin::RealAgent::start();
+    let pin = agent.pin();
+    let b = Browser::start(1000, 800);
+    let status = format!("http://127.0.0.1:{}/status", agent.port);
+
+    // Unregistered: says so, and where to add it, in the dashboard's words.
+    b.goto(&status);
+    b.wait_text("#mode", "Connection mode: not registered yet");
+    b.wait_text("#mode", "Clients → Add a host");
+    // Light and dark: the system's choice until switched; the switch is kept.
+    let look = "return [document.documentElement.dataset.theme || 'auto',
+                        getComputedStyle(document.body).backgroundColor,
+                        document.querySelector('#theme').getAttribute('aria-label')]";
+    let system_dark = b.js(
+        "return matchMedia('(prefers-color-scheme: dark)').matches",
+        json!([]),
+    );
+    let auto = b.js(look, json!([]));
+    assert_eq!(auto[0], "auto");
+    assert_eq!(
+        auto[1],
+        if system_dark == json!(true) {
+            "rgb(17, 20, 24)"
+        } else {
+            "rgb(246, 247, 249)"
+        }
+    );
+    b.click("#theme");
+    assert_eq!(
+        b.js(look, json!([])),
+        json!([
+            "light",
+            "rgb(246, 247, 249)",
+            "Theme: light. Switch to dark"
+        ])
+    );
+    b.click("#theme");
+    assert_eq!(
+        b.js(look, json!([])),
+        json!(["dark", "rgb(17, 20, 24)", "Theme: dark. Switch to auto"])
+    );
+    b.goto(&status);
+    b.wait_text("#mode", "Connection mode:");
+    assert_eq!(b.js(look, json!([]))[0], "dark", "the switch is kept");
+    b.screenshot("agent-status-unregistered-dark");
+
+    // Added by the server (outbound): the page says who dials whom.
+    let added = server.post(
+        "/api/v1/clients/outbound",
+        crate::harness::Auth::Cookie(&admin),
+        &json!({ "outboundTargetAddress": format!("127.0.0.1:{}", agent.port),
+                 "registrationSecret": pin, "hostname": "lb-out" })
+        .to_string(),
+    );
+    assert!(added.status < 300, "{:?}", added.body);
+    b.goto(&status);
+    b.wait_text(
+        "#mode",
+        "Connection mode: outbound: the server connects to this agent.",
+    );
+    b.screenshot("agent-status-outbound-dark");
+
+    // Its row in the clients list: refresh and reconnect.
+    login(&b, &server, "admin", ADMIN_PASSWORD, "/clients");
+    b.wait_text("#client-list tbody tr", "lb-out");
+    b.wait("#client-list tbody tr button[data-action=refresh]:not([disabled])");
+    b.click("#client-list tbody tr button[data-action=refresh]");
+    b.wait_text("#client-list tbody tr [role=status]", "Reading requested.");
+    b.click("#client-list tbody tr button[data-action=reconnect]");
+    b.wait_text("#client-list tbody tr [role=status]", "Reconnecting…");
+    // The server dials it again: online once more.
+    b.wait("#client-list tbody tr button[data-action=refresh]:not([disabled])");
 }

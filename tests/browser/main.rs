@@ -84,6 +84,11 @@ impl FakeAgent {
         let _ = self.send.send(Vec::new());
     }
 
+    /// Changes the reading without sending it: the server sees it when it asks.
+    pub fn set_reading(&self, reading: Value) {
+        *self.reading.lock().unwrap() = reading;
+    }
+
     /// Sends activity events as the agent reports them.
     pub fn events(&self, events: Vec<Value>) {
         let _ = self.send.send(events);

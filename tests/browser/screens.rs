@@ -221,17 +221,27 @@ fn docs_screenshots() {
         }
     };
     shoot(&b, "");
-    // The same views at 375 px, and the login page (before logging in).
+    // The same views at 375 px; the login page (before logging in) and the
+    // agent's own status page at both widths.
+    let agent = crate::admin::RealAgent::start();
+    let status = format!("http://127.0.0.1:{}/status", agent.port);
     let phone = Browser::start(375, 760);
-    for theme in ["light", "dark"] {
-        phone.goto(&server.url("/login"));
-        phone.js(
-            "localStorage.setItem('theme', arguments[0])",
-            json!([theme]),
-        );
-        phone.goto(&server.url("/login"));
-        phone.wait("form input[name=username]");
-        phone.screenshot_to(&dir.join(format!("login-phone-{theme}.png")));
+    for (browser, suffix) in [(&b, ""), (&phone, "-phone")] {
+        for theme in ["light", "dark"] {
+            for (name, url, wait) in [
+                ("login", server.url("/login"), "form input[name=username]"),
+                ("agent-status", status.clone(), "#conn tr"),
+            ] {
+                browser.goto(&url);
+                browser.js(
+                    "localStorage.setItem('theme', arguments[0])",
+                    json!([theme]),
+                );
+                browser.goto(&url);
+                browser.wait(wait);
+                browser.screenshot_to(&dir.join(format!("{name}{suffix}-{theme}.png")));
+            }
+        }
     }
     login(&phone, &server, "admin", ADMIN_PASSWORD, "/");
     shoot(&phone, "-phone");
