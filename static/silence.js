@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { html, Time } from './ui.js';
 import * as S from './state.js';
 import { get, post } from './api.js';
+import { useDirtyGuard, useEscape } from './form.js';
 
 export function loadSilences() {
   return get('/api/v1/silences').then((list) => { S.silences.value = list; }).catch(() => {});
@@ -45,6 +46,9 @@ export function SilenceAction({ matcher, what }) {
   const [open, setOpen] = useState(false);
   const [comment, setComment] = useState('');
   const [status, setStatus] = useState('');
+  // A typed reason not yet used asks before leaving, as every editor; Esc cancels.
+  useDirtyGuard(open && !!comment.trim());
+  useEscape(() => { if (open) setOpen(false); });
   const create = (preset) => {
     if (!comment.trim()) { setStatus('A comment is required: say why.'); return; }
     post('/api/v1/silences', { matcher, endsAt: presetEnd(preset).toISOString(), comment: comment.trim() })

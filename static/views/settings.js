@@ -102,13 +102,17 @@ const HEARTBEAT_KEYS = ['url', 'interval_seconds', 'method'];
 function Heartbeat() {
   const [hb, setHb] = useState(null);
   const [values, setValues] = useState(null);
+  const [base, setBase] = useState(null); // the values last loaded or saved
   const { errors, fail, clear } = useErrors();
   const [note, setNote] = useState('');
+  useDirtyGuard(!!values && !!base && differs(values, base));
   async function load() {
     try {
       const h = await get(HEARTBEAT);
       setHb(h);
-      setValues((v) => v || { url: h.url || '', interval_seconds: String(h.interval_seconds ?? 60), method: h.method || 'POST' });
+      const loaded = { url: h.url || '', interval_seconds: String(h.interval_seconds ?? 60), method: h.method || 'POST' };
+      setValues((v) => v || loaded);
+      setBase((b) => b || loaded);
     } catch (err) { setNote(err.message); }
   }
   useEffect(() => { load(); const t = setInterval(load, 5000); return () => clearInterval(t); }, []);
@@ -119,6 +123,7 @@ function Heartbeat() {
     setNote('');
     try {
       setHb(await put(HEARTBEAT, values));
+      setBase(values);
       setNote(values.url ? 'Saved; a beat goes out now.' : 'Saved; the heartbeat is off.');
     } catch (err) { fail(err, HEARTBEAT_KEYS); }
   }

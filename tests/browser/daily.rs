@@ -503,15 +503,6 @@ fn the_words_of_a_split_brain_the_overview_and_a_used_token() {
     );
 }
 
-#[test]
-fn the_agent_register_page_names_the_button_the_dashboard_shows() {
-    let register = include_str!("../../agent/static/register.html");
-    assert!(register.contains("Clients → Add a host"), "{register}");
-    assert!(!register.contains("Add agent"));
-    let clients = include_str!("../../static/views/clients.js");
-    assert!(clients.contains(">Add a host</a>"));
-}
-
 /// The dialog "Leave without saving?" is open; `stay`: answer Stay, else Leave.
 fn answer_leave(b: &Browser, stay: bool) {
     b.wait_text("#leave-dialog[open]", "not saved");
@@ -572,6 +563,26 @@ fn esc_closes_the_editors_and_the_add_a_host_wizard_keeps_typing_until_told() {
         json!([]),
     );
     path_is(&b, "/users");
+
+    // The heartbeat's form and a silence's reason guard their typing too.
+    b.goto(&server.url("/settings"));
+    b.type_into("#heartbeat #f-url", "https://hc.example/ping/abc");
+    b.click("nav a[href='/clusters']");
+    answer_leave(&b, true);
+    path_is(&b, "/settings");
+    b.click("nav a[href='/clusters']");
+    answer_leave(&b, false);
+    b.click("article.cluster a.cluster-name");
+    b.click("#silence-open");
+    b.type_into("#silence-comment", "kernel update");
+    b.click("nav a[href='/']");
+    answer_leave(&b, true);
+    b.keys("\u{E00C}");
+    b.wait_js(
+        "Esc to cancel the silence",
+        "return !document.querySelector('#silence-form') && !!document.querySelector('#silence-open')",
+        json!([]),
+    );
 
     // The wizard: typed but no token made yet, leaving asks; so does switching
     // to the other way (its form would go) and Esc.
@@ -703,7 +714,12 @@ fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_
     let b = Browser::start(1000, 800);
     let status = format!("http://127.0.0.1:{}/status", agent.port);
 
-    // Unregistered: says so, and where to add it, in the dashboard's words.
+    // Unregistered: its register page and status page say where to add it, in
+    // the words of the dashboard's button (checked below).
+    b.goto(&format!("http://127.0.0.1:{}/register", agent.port));
+    let register = b.body_text();
+    assert!(register.contains("Clients → Add a host"), "{register}");
+    assert!(!register.contains("Add agent"), "{register}");
     b.goto(&status);
     b.wait_text("#mode", "Connection mode: not registered yet");
     b.wait_text("#mode", "Clients → Add a host");
@@ -762,6 +778,13 @@ fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_
 
     // Its row in the clients list: refresh and reconnect.
     login(&b, &server, "admin", ADMIN_PASSWORD, "/clients");
+    assert_eq!(
+        b.js(
+            "return document.querySelector('#add-host').textContent",
+            json!([])
+        ),
+        json!("Add a host")
+    );
     b.wait_text("#client-list tbody tr", "lb-out");
     b.wait("#client-list tbody tr button[data-action=refresh]:not([disabled])");
     b.click("#client-list tbody tr button[data-action=refresh]");
