@@ -564,6 +564,36 @@ fn esc_closes_the_editors_and_the_add_a_host_wizard_keeps_typing_until_told() {
     );
     path_is(&b, "/users");
 
+    // A dialog's failure shows inside it, which stays open: a token deleted
+    // elsewhere meanwhile.
+    let token = server.post("/api/v1/tokens", crate::harness::Auth::Cookie(&admin), "{}");
+    assert!(token.status < 300, "{:?}", token.body);
+    b.goto(&server.url("/tokens"));
+    b.click("#token-list tbody tr button.danger");
+    b.wait("#token-delete[open]");
+    let hash = b.js(
+        "return document.querySelector('#token-list tbody tr').dataset.hash",
+        json!([]),
+    );
+    let gone = server.delete(
+        &format!("/api/v1/tokens/{}", hash.as_str().unwrap()),
+        crate::harness::Auth::Cookie(&admin),
+    );
+    assert!(gone.status < 300, "{:?}", gone.body);
+    b.click("#token-delete[open] button.confirm");
+    b.wait("#token-delete[open] [data-error-for=dialog]");
+    let error = b.js(
+        "return document.querySelector('#token-delete [data-error-for=dialog]').textContent",
+        json!([]),
+    );
+    assert_eq!(error, json!("Token not found"));
+    b.click("#token-delete[open] button.cancel");
+    b.wait_js(
+        "the dialog to close",
+        "return !document.querySelector('dialog[open]')",
+        json!([]),
+    );
+
     // The heartbeat's form and a silence's reason guard their typing too.
     b.goto(&server.url("/settings"));
     b.type_into("#heartbeat #f-url", "https://hc.example/ping/abc");
