@@ -1,6 +1,6 @@
 //! The server's start: the listen socket's options, the `http-worker` pool that
-//! answers requests, and the `http-reaper` that closes idle connections, nudges
-//! tiny_http's pool and names its threads. What a request means is not known
+//! answers requests, and the `http-reaper` that closes idle connections and
+//! names tiny_http's threads. What a request means is not known
 //! here: the workers call the function they are given.
 
 use super::conns::{self, ConnTracker, IdlePolicy, Reaped};
