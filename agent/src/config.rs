@@ -126,6 +126,10 @@ pub struct Config {
     pub listen_port: u16,
     pub enable_status_page: bool,
     pub enable_register_page: bool,
+    /// `maxServers` (issue 36): how many servers may register this agent (1 to
+    /// `MAX_SERVERS`, default 1). Above 1, the setup PIN and the register routes stay
+    /// open until that many are registered; at 1 nothing differs from before.
+    pub max_servers: usize,
     pub tls: Option<(PathBuf, PathBuf)>,
     pub registration_secret: Option<Secret>,
     pub container: bool,
@@ -339,6 +343,7 @@ pub fn load(
     let enable_register_page = bool_key(&m, "enableRegisterPage", true, &mut ctx);
     let allowed_networks = allowed_networks_key(&m).map_err(fail)?;
     let listen_port = listen_port_key(&m, env).map_err(fail)?;
+    let max_servers = max_servers_key(&m).map_err(fail)?;
     let tls = tls_block(&m, agent_dir).map_err(fail)?;
     let registration_secret = registration_secret(&m, env, &mut ctx).map_err(fail)?;
     let container = env.get("SVC_CONTAINER").map(String::as_str) == Some("true");
@@ -373,6 +378,7 @@ pub fn load(
         listen_port,
         enable_status_page,
         enable_register_page,
+        max_servers,
         tls,
         registration_secret,
         container,
@@ -476,6 +482,25 @@ fn allowed_networks_key(m: &Mapping) -> Result<Vec<ipnet::Ipv4Net>, String> {
 }
 
 /// `listenPort`, where `SVC_CLIENT_PORT` wins.
+/// Most servers one agent reports to (a server pair needs 2; a few more cost nothing).
+pub const MAX_SERVERS: usize = 4;
+
+/// `maxServers`: a whole number from 1 to `MAX_SERVERS`; anything else ends the start.
+fn max_servers_key(m: &Mapping) -> Result<usize, String> {
+    match m.get("maxServers").filter(|v| !v.is_null()) {
+        None => Ok(1),
+        Some(v) => number(v)
+            .filter(|n| n.fract() == 0.0 && *n >= 1.0 && *n <= MAX_SERVERS as f64)
+            .map(|n| n as usize)
+            .ok_or_else(|| {
+                format!(
+                    "maxServers: {} is not a number of servers (1 to {MAX_SERVERS})",
+                    describe(v)
+                )
+            }),
+    }
+}
+
 fn listen_port_key(m: &Mapping, env: &HashMap<String, String>) -> Result<u16, String> {
     let mut listen_port = 3011;
     if let Some(v) = m.get("listenPort").filter(|v| !v.is_null()) {
@@ -711,6 +736,8 @@ mod tests {
         assert!(err(&[("SVC_NOTIFY_TOKEN", "short")], "").contains("SVC_NOTIFY_TOKEN"));
         assert!(err(&[], "keepalived:\n  pollInterval: 0\n").contains("all triggers are off"));
         assert!(err(&[], "listenPort: 70000\n").contains("listenPort"));
+        assert!(err(&[], "maxServers: 0\n").contains("maxServers"));
+        assert!(err(&[], "maxServers: 9\n").contains("maxServers"));
         assert!(err(&[("SVC_CLIENT_PORT", "0")], "").contains("SVC_CLIENT_PORT"));
         assert!(err(&[], "allowedNetworks: [10.0.0.0/8, nonsense]\n").contains("'nonsense'"));
         assert!(err(

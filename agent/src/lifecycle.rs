@@ -22,7 +22,7 @@ use crate::logging;
 use crate::reader::{self, FifoState, KeepalivedStatus};
 use crate::registration::pin;
 use crate::registration::{PinBlock, RegShared};
-use crate::store::datadir::{DataDir, Identity, IdentityLoad};
+use crate::store::datadir::{DataDir, ExtraServer, Identity, IdentityLoad};
 use crate::store::persist;
 use crate::store::queue::{ActivityQueue, Queue};
 use crate::web;
@@ -100,7 +100,8 @@ pub fn main() -> i32 {
 /// Every part of a started agent, in the order it stops.
 struct Running {
     web: Option<web::WebHandle>,
-    conn: connection::ConnHandle,
+    /// One per server slot.
+    conns: Vec<connection::ConnHandle>,
     fifo: Option<fifo::FifoHandle>,
     reader: reader::ReaderHandle,
     store: Store,
@@ -113,7 +114,9 @@ impl Running {
         if let Some(w) = self.web {
             w.stop();
         }
-        self.conn.stop();
+        for c in self.conns {
+            c.stop();
+        }
         if let Some(f) = self.fifo {
             f.stop();
         }
@@ -148,34 +151,41 @@ fn start() -> Result<Running, Stopped> {
         &status,
         (reader_tx, reader_rx),
         &trigger,
-        &front.conn_inbox,
+        &front.slots,
     )?;
-    // The connection last: readings already run, so a failover is seen while the server
-    // is unreachable. Without a complete identity the thread waits for a registration.
-    let conn = match connection::spawn(
-        connection::Deps {
-            target: front.target,
-            hostname: hostname(),
-            version: VERSION.to_string(),
-            clock: Arc::new(SystemClock),
-            jitter: Box::new(rand::random::<f64>),
-            queue: Arc::new(store.queue.clone()),
-            trigger,
-            status: front.conn_status,
-        },
-        front.conn_inbox,
-        front.conn_rx,
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            return Err(stop_start(&format!(
-                "cannot start the connection thread: {e}"
-            )))
+    // The connections last: readings already run, so a failover is seen while the server
+    // is unreachable. Without a complete identity a thread waits for a registration.
+    let mut conns = Vec::new();
+    for (i, pending) in front.pending.into_iter().enumerate() {
+        let Some(slot) = front.slots.get(i) else {
+            break;
+        };
+        match connection::spawn_slot(
+            i,
+            connection::Deps {
+                target: pending.target,
+                hostname: hostname(),
+                version: VERSION.to_string(),
+                clock: Arc::new(SystemClock),
+                jitter: Box::new(rand::random::<f64>),
+                queue: Arc::new(store.queue.clone()),
+                trigger: trigger.clone(),
+                status: slot.status.clone(),
+            },
+            slot.inbox.clone(),
+            pending.rx,
+        ) {
+            Ok(c) => conns.push(c),
+            Err(e) => {
+                return Err(stop_start(&format!(
+                    "cannot start the connection thread: {e}"
+                )))
+            }
         }
-    };
+    }
     Ok(Running {
         web: front.web,
-        conn,
+        conns,
         fifo,
         reader,
         store,
@@ -237,6 +247,8 @@ fn configure() -> Result<Configured, Stopped> {
 struct Store {
     dir: DataDir,
     identity: Option<Identity>,
+    /// Servers registered after the first (servers.json), in slot order.
+    extra: Vec<ExtraServer>,
     mode: Mode,
     queue: ActivityQueue,
     baseline: Option<crate::reader::events::Baseline>,
@@ -259,19 +271,25 @@ fn open_store(config: &Config, file_text: Option<&str>) -> Result<Store, Stopped
     let identity = load_identity(&dir, config, file_text);
     let mode = Mode::derive(identity.is_some(), config.server_url.is_some());
     log::info!("Agent mode: {}", mode.as_str());
-    let queue_events = dir.load_queue().unwrap_or_else(|e| {
+    let extra = load_extra_servers(&dir, identity.as_ref());
+    let queue_state = dir.load_queue_state().unwrap_or_else(|e| {
         log::warn!("{e}");
-        Vec::new()
+        Default::default()
     });
     let baseline = dir.load_baseline().unwrap_or_else(|e| {
         log::warn!("{e}");
         None
     });
     let (ptx, prx) = persist::channel();
-    let queue = ActivityQueue::new(
-        Queue::from_events(queue_events, chrono::Utc::now()),
-        ptx.clone(),
+    let mut queue_policy = Queue::from_state(queue_state, chrono::Utc::now());
+    // Each registered server's position in the one queue is keyed by its client id.
+    queue_policy.set_servers(
+        identity
+            .iter()
+            .chain(extra.iter().map(|s| &s.identity))
+            .map(|i| i.client_id.clone()),
     );
+    let queue = ActivityQueue::new(queue_policy, ptx.clone());
     if !queue.is_empty() {
         log::info!(
             "{} activity events waiting from before the restart",
@@ -293,6 +311,7 @@ fn open_store(config: &Config, file_text: Option<&str>) -> Result<Store, Stopped
     Ok(Store {
         dir,
         identity,
+        extra,
         mode,
         queue,
         baseline,
@@ -301,13 +320,17 @@ fn open_store(config: &Config, file_text: Option<&str>) -> Result<Store, Stopped
     })
 }
 
-/// What the web server's start hands on to the connection.
+/// What the web server's start hands on to the connections.
 struct Front {
     web: Option<web::WebHandle>,
+    slots: connection::Slots,
+    /// Per slot: the server to dial (inbound) and the thread's receiving side.
+    pending: Vec<PendingConn>,
+}
+
+struct PendingConn {
     target: Option<connection::Target>,
-    conn_status: Arc<RwLock<ConnStatus>>,
-    conn_inbox: connection::ConnInbox,
-    conn_rx: connection::Inbox,
+    rx: connection::Inbox,
 }
 
 /// The setup PIN, the registration state and the local web server (when its
@@ -320,19 +343,29 @@ fn start_web(
 ) -> Result<Front, Stopped> {
     let config = &configured.config;
     let (identity, mode) = (&store.identity, store.mode);
+    let registered = usize::from(identity.is_some()) + store.extra.len();
+    // Registered servers keep their slots even if `maxServers` was lowered since.
+    let max_servers = config.max_servers.max(registered);
+    let full = registered >= max_servers;
     let registration_secret = configured.registration_secret.clone();
-    // The setup PIN: every start of an unregistered agent, only in memory and the log.
+    // The setup PIN: every start of an agent with room for a server, only in memory and
+    // the log (for a one-server agent: while unregistered, as before).
     let setup_pin = pin::wanted(
-        identity.is_some(),
+        full,
         config.enable_register_page,
         config.server_url.is_some(),
         registration_secret.is_some(),
     )
     .then(|| pin::Pin::generate(&mut rand::thread_rng()));
-    let routes = web::Routes::from_config(config, mode);
+    let routes = web::Routes::for_servers(
+        config,
+        mode,
+        registered,
+        store.extra.iter().any(|s| s.server_url.is_none()),
+    );
     let bind = routes.bind(config);
-    let registration_secret = match (registration_secret, identity) {
-        (Some(_), Some(_)) => {
+    let registration_secret = match (registration_secret, full) {
+        (Some(_), true) => {
             log::warn!(
                 "A registration secret is set but this agent is already registered; it is not used. Remove SVC_REGISTRATION_SECRET / SVC_REGISTRATION_SECRET_FILE from the agent's environment"
             );
@@ -351,40 +384,58 @@ fn start_web(
         }
         _ => None,
     };
-    let reg = Arc::new(RegShared::new(
-        setup_pin,
-        routes.register_page,
-        identity.clone(),
-        config.server_url.clone(),
-        registration_secret,
-        PinBlock {
-            scheme,
-            port: config.listen_port,
-            outbound_hint: mode == Mode::Unregistered && config.server_url.is_none(),
-        },
-    ));
-    let target = match (identity, &config.server_url) {
-        (Some(id), Some(url)) => Some(connection::Target {
-            base_url: url.clone(),
-            client_id: id.client_id.clone(),
-            token: config::Secret::new(id.auth_token.clone()),
-            allow_self_signed: config.allow_self_signed,
-        }),
-        _ => None,
-    };
-    let conn_status = Arc::new(RwLock::new(ConnStatus {
-        state: ConnState::Disconnected,
-        has_target: target.is_some(),
-        ..Default::default()
-    }));
-    let (conn_inbox, conn_rx) = match connection::inbox() {
-        Ok(x) => x,
-        Err(e) => {
-            return Err(stop_start(&format!(
-                "cannot create the connection's wake pipe: {e}"
-            )))
-        }
-    };
+    let reg = Arc::new(
+        RegShared::new(
+            setup_pin,
+            routes.register_page,
+            identity.clone(),
+            config.server_url.clone(),
+            registration_secret,
+            PinBlock {
+                scheme,
+                port: config.listen_port,
+                outbound_hint: mode == Mode::Unregistered && config.server_url.is_none(),
+            },
+        )
+        .with_servers(store.extra.clone(), max_servers),
+    );
+    // One connection per server slot; slots past the registered ones wait for a
+    // registration (a one-server agent has exactly one, as before).
+    let mut urls: Vec<Option<String>> = vec![config.server_url.clone()];
+    urls.extend(store.extra.iter().map(|s| s.server_url.clone()));
+    let ids: Vec<&Identity> = identity
+        .iter()
+        .chain(store.extra.iter().map(|s| &s.identity))
+        .collect();
+    let mut slots = Vec::new();
+    let mut pending = Vec::new();
+    for i in 0..max_servers {
+        let target = match (ids.get(i), urls.get(i).and_then(Option::as_ref)) {
+            (Some(id), Some(url)) => Some(connection::Target {
+                base_url: url.clone(),
+                client_id: id.client_id.clone(),
+                token: config::Secret::new(id.auth_token.clone()),
+                allow_self_signed: config.allow_self_signed,
+            }),
+            _ => None,
+        };
+        let status = Arc::new(RwLock::new(ConnStatus {
+            state: ConnState::Disconnected,
+            has_target: target.is_some(),
+            ..Default::default()
+        }));
+        let (inbox, rx) = match connection::inbox() {
+            Ok(x) => x,
+            Err(e) => {
+                return Err(stop_start(&format!(
+                    "cannot create the connection's wake pipe: {e}"
+                )))
+            }
+        };
+        slots.push(connection::Slot { inbox, status });
+        pending.push(PendingConn { target, rx });
+    }
+    let slots = connection::Slots::new(slots);
     let web = listen(
         bind,
         tls,
@@ -395,8 +446,7 @@ fn start_web(
             status: status.clone(),
             trigger: trigger.clone(),
             reg: reg.clone(),
-            conn: conn_inbox.clone(),
-            conn_status: conn_status.clone(),
+            conns: slots.clone(),
             dir: store.dir.clone(),
             hostname: hostname(),
             version: VERSION.to_string(),
@@ -407,10 +457,8 @@ fn start_web(
     )?;
     Ok(Front {
         web,
-        target,
-        conn_status,
-        conn_inbox,
-        conn_rx,
+        slots,
+        pending,
     })
 }
 
@@ -452,7 +500,7 @@ fn start_reading(
         crossbeam_channel::Receiver<reader::ReaderMsg>,
     ),
     trigger: &reader::Trigger,
-    conn_inbox: &connection::ConnInbox,
+    slots: &connection::Slots,
 ) -> Result<(reader::ReaderHandle, Option<fifo::FifoHandle>), Stopped> {
     let (lvl, line) = keepalived::startup_check(&config.proc_dir);
     log::log!(lvl, "{line}");
@@ -470,8 +518,8 @@ fn start_reading(
             status: status.clone(),
             poll,
             observer: Some({
-                let inbox = conn_inbox.clone();
-                Box::new(move |n| inbox.note(n))
+                let slots = slots.clone();
+                Box::new(move |n| slots.note(n))
             }),
         },
     ) {
@@ -494,6 +542,37 @@ fn start_reading(
         None => None,
     };
     Ok((reader, fifo))
+}
+
+/// servers.json: the servers registered after the first. Without a first identity they
+/// are not used (the agent starts unregistered, as the spec says for a lost identity).
+fn load_extra_servers(dir: &DataDir, identity: Option<&Identity>) -> Vec<ExtraServer> {
+    let extra = match dir.load_servers(&stamp()) {
+        Ok(s) => s,
+        Err(e) => {
+            log::error!("{e}");
+            return Vec::new();
+        }
+    };
+    if identity.is_none() && !extra.is_empty() {
+        log::warn!(
+            "servers.json lists {} more servers but identity.json is missing; starting unregistered",
+            extra.len()
+        );
+        return Vec::new();
+    }
+    for (i, s) in extra.iter().enumerate() {
+        log::info!(
+            "Also registered with server {} as client {} ({})",
+            i + 2,
+            s.identity.client_id,
+            match &s.server_url {
+                Some(u) => format!("inbound, {u}"),
+                None => "outbound".to_string(),
+            }
+        );
+    }
+    extra
 }
 
 fn load_identity(dir: &DataDir, config: &Config, file_text: Option<&str>) -> Option<Identity> {

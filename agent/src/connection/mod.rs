@@ -7,7 +7,13 @@
 //! queued attempt instead of adding one, callers arriving during a handshake wait for
 //! that handshake, and since no second socket ever exists, no superseded socket can
 //! schedule a reconnect. Nothing is dialled until both halves of the identity are known.
-//! A newer server socket replaces the current one (closed with 4000). During a session
+//! A newer server socket replaces the current one (closed with 4000).
+//!
+//! An agent registered with more than one server (issue 36) runs one such thread per
+//! server slot (`connection` for the first, `connection-2`.. for the others), each with
+//! its own socket, ladder and status, and its own position in the one activity queue
+//! (keyed by the client id its server issued). `Slots` reaches them all: every reading
+//! goes to each, so a server that is down holds no other back. During a session
 //! the socket is non-blocking and the thread sleeps in poll(2) on the
 //! socket and a wake pipe, so a reading (and its events) goes out as soon as it exists.
 
@@ -97,6 +103,83 @@ pub enum ConnMsg {
 pub struct Incoming {
     pub ws: dial::Socket,
     pub peer: std::net::SocketAddr,
+    /// The client id the server presented (checked): its queue position.
+    pub client_id: String,
+}
+
+/// One connection thread's inbox and status.
+#[derive(Clone)]
+pub struct Slot {
+    pub inbox: ConnInbox,
+    pub status: SharedConn,
+}
+
+/// Every connection thread, by server slot (slot 0: the first server, identity.json).
+#[derive(Clone)]
+pub struct Slots(Arc<Vec<Slot>>);
+
+impl Slots {
+    pub fn new(slots: Vec<Slot>) -> Slots {
+        Slots(Arc::new(slots))
+    }
+
+    /// A one-server agent.
+    pub fn one(inbox: ConnInbox, status: SharedConn) -> Slots {
+        Slots::new(vec![Slot { inbox, status }])
+    }
+
+    pub fn get(&self, slot: usize) -> Option<&Slot> {
+        self.0.get(slot)
+    }
+
+    pub fn first(&self) -> &Slot {
+        // `Slots` is never built empty (lifecycle makes at least one).
+        &self.0[0]
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Slot> {
+        self.0.iter()
+    }
+
+    /// The reader's observer: every reading goes to every server's connection.
+    pub fn note(&self, n: ReadingNote) {
+        for s in self.0.iter() {
+            s.inbox.note(n.clone());
+        }
+    }
+
+    /// `POST /api/connect` for every server the agent dials: asked at once, answered
+    /// together; connected when all are, the first error otherwise.
+    pub fn connect(&self, timeout: Duration) -> ConnectResult {
+        let waits: Vec<_> = self
+            .0
+            .iter()
+            .filter(|s| s.status.read().has_target)
+            .map(|s| {
+                let (tx, rx) = crossbeam_channel::bounded(1);
+                s.inbox.send(ConnMsg::Connect(tx));
+                rx
+            })
+            .collect();
+        let deadline = Instant::now() + timeout;
+        let mut out = ConnectResult {
+            connected: !waits.is_empty(),
+            error: None,
+        };
+        for rx in waits {
+            let r = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or(ConnectResult {
+                    connected: false,
+                    error: Some("no answer from the connection in time".into()),
+                });
+            out.connected &= r.connected;
+            if out.error.is_none() {
+                out.error = r.error;
+            }
+        }
+        out
+    }
 }
 
 /// Closes a socket with a code and text (best effort; the peer may be gone).
@@ -211,9 +294,21 @@ impl Inbox {
 }
 
 pub fn spawn(deps: Deps, inbox: ConnInbox, rx: Inbox) -> io::Result<ConnHandle> {
+    spawn_slot(0, deps, inbox, rx)
+}
+
+/// The thread of one server slot: `connection` for the first (its name since before
+/// issue 36), `connection-<n>` for server n.
+pub fn spawn_slot(slot: usize, deps: Deps, inbox: ConnInbox, rx: Inbox) -> io::Result<ConnHandle> {
+    let name = if slot == 0 {
+        "connection".to_string()
+    } else {
+        format!("connection-{}", slot + 1)
+    };
+    let guard_name = name.clone();
     let thread = thread::Builder::new()
-        .name("connection".into())
-        .spawn(move || crate::fatal::guard("connection", || Conn::new(deps).run(rx)))?;
+        .name(name)
+        .spawn(move || crate::fatal::guard(&guard_name, || Conn::new(deps).run(rx)))?;
     Ok(ConnHandle { inbox, thread })
 }
 
@@ -415,7 +510,7 @@ impl Conn {
             connected: true,
             error: None,
         });
-        let end = self.session(ws, inbox);
+        let end = self.session(ws, inbox, &target.client_id);
         if let End::Closed(why) = &end {
             self.set_state(ConnState::Disconnected, None, Some(why.clone()));
         }
@@ -434,7 +529,8 @@ impl Conn {
             let peer = inc.peer;
             self.set_state(ConnState::Connected, None, None);
             log::info!("Server session from {peer} started");
-            match self.session(inc.ws, inbox) {
+            let client_id = inc.client_id.clone();
+            match self.session(inc.ws, inbox, &client_id) {
                 End::Replaced(next) => {
                     log::info!(
                         "Server session from {peer} replaced by a new one from {}",
@@ -471,7 +567,7 @@ impl Conn {
         Ok(())
     }
 
-    fn session(&mut self, mut ws: dial::Socket, inbox: &Inbox) -> End {
+    fn session(&mut self, mut ws: dial::Socket, inbox: &Inbox, server: &str) -> End {
         if let Err(e) = ws.get_ref().tcp().set_nonblocking(true) {
             return End::Closed(format!("socket setup: {e}"));
         }
@@ -482,6 +578,7 @@ impl Conn {
             now: c.now(),
             utc: c.utc(),
             queue: queue.as_ref(),
+            server,
         };
         let (mut s, actions) = Session::start(&ctx(&clock));
         if let Err(e) = self.execute(&mut ws, actions) {

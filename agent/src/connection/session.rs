@@ -22,27 +22,28 @@ pub const REOFFER: Duration = Duration::from_secs(60);
 /// Events per ACTIVITY message (the queue holds at most 500).
 pub const MAX_BATCH: usize = 500;
 
-/// What the session needs from the activity queue.
+/// What the session needs from the activity queue. `server` is the client id the
+/// session's server issued: each server has its own acknowledgements (issue 36).
 pub trait QueueView {
-    fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent>;
-    fn ack(&self, ids: &[String]) -> usize;
+    fn offer(&self, server: &str, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent>;
+    fn ack(&self, server: &str, ids: &[String]) -> usize;
 }
 
 impl QueueView for crate::store::queue::ActivityQueue {
-    fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
-        self.offer_batch(now, max)
+    fn offer(&self, server: &str, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
+        self.offer_batch_for(server, now, max)
     }
-    fn ack(&self, ids: &[String]) -> usize {
-        crate::store::queue::ActivityQueue::ack(self, ids)
+    fn ack(&self, server: &str, ids: &[String]) -> usize {
+        self.ack_for(server, ids)
     }
 }
 
 impl QueueView for parking_lot::Mutex<crate::store::queue::Queue> {
-    fn offer(&self, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
-        self.lock().batch(now, max)
+    fn offer(&self, server: &str, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent> {
+        self.lock().batch_for(server, now, max)
     }
-    fn ack(&self, ids: &[String]) -> usize {
-        self.lock().ack(ids)
+    fn ack(&self, server: &str, ids: &[String]) -> usize {
+        self.lock().ack_for(server, ids)
     }
 }
 
@@ -77,6 +78,8 @@ pub struct Ctx<'a> {
     pub now: Instant,
     pub utc: DateTime<Utc>,
     pub queue: &'a dyn QueueView,
+    /// The client id of the session's server (its queue position).
+    pub server: &'a str,
 }
 
 /// Every server message the agent handles, by type. AUTH_SUCCESS belongs to the connect
@@ -144,7 +147,7 @@ impl Session {
         for id in &ack.ids {
             self.offered.remove(id);
         }
-        let n = ctx.queue.ack(&ack.ids);
+        let n = ctx.queue.ack(ctx.server, &ack.ids);
         log::debug!(
             "server acknowledged {} events ({n} dropped from the queue)",
             ack.ids.len()
@@ -233,7 +236,7 @@ impl Session {
 
     /// Offers what is queued and not already out on the wire within the last minute.
     fn offer(&mut self, ctx: &Ctx) -> Vec<Action> {
-        let events = ctx.queue.offer(ctx.utc, MAX_BATCH);
+        let events = ctx.queue.offer(ctx.server, ctx.utc, MAX_BATCH);
         // Forget ids that left the queue some other way (age, size limit).
         self.offered
             .retain(|id, _| events.iter().any(|e| &e.id == id));
@@ -282,6 +285,7 @@ mod tests {
                 now: self.t0 + Duration::from_secs(secs),
                 utc: self.u0 + chrono::TimeDelta::seconds(secs as i64),
                 queue: &self.q,
+                server: "c1",
             }
         }
         fn push(&self, id: &str) {

@@ -164,11 +164,29 @@ pub fn write_server_url(config_path: &Path, url: &str) -> Result<bool, String> {
 
 struct Inner {
     pins: PinGuard,
+    /// The register page as configured (`enableRegisterPage`, routes), before `full`.
     open: bool,
-    identity: Option<Identity>,
-    server_url: Option<String>,
+    /// The registered servers in slot order: slot 0 is identity.json (with the config's
+    /// `serverUrl`), the others servers.json.
+    servers: Vec<ServerEntry>,
+    /// `maxServers`: registrations are taken until this many servers are known.
+    max: usize,
     /// `SVC_REGISTRATION_SECRET(_FILE)`: held here only, dropped once used.
     secret: Option<Secret>,
+}
+
+impl Inner {
+    fn full(&self) -> bool {
+        self.servers.len() >= self.max
+    }
+}
+
+/// One registered server: the identity it issued and, when the agent dials it
+/// (inbound), its URL.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerEntry {
+    pub identity: Identity,
+    pub url: Option<String>,
 }
 
 /// Why `/ws/register` did not register.
@@ -224,6 +242,8 @@ pub struct PinBlock {
 
 /// What a successful registration produced.
 pub struct Registered {
+    /// The server's slot (0 for the first); the connection of that slot dials it.
+    pub slot: usize,
     pub identity: Identity,
     pub url: String,
     pub warning: Option<String>,
@@ -242,8 +262,14 @@ impl RegShared {
             inner: Mutex::new(Inner {
                 pins: PinGuard::new(pin),
                 open,
-                identity,
-                server_url,
+                servers: identity
+                    .map(|identity| ServerEntry {
+                        identity,
+                        url: server_url,
+                    })
+                    .into_iter()
+                    .collect(),
+                max: 1,
                 secret,
             }),
             flow: Mutex::new(()),
@@ -251,21 +277,123 @@ impl RegShared {
         }
     }
 
+    /// An agent registered with more than one server (issue 36): the servers after the
+    /// first (servers.json) and how many may register it (`maxServers`). The register
+    /// page stays open while there is room; `open` of `new` still says whether it exists.
+    pub fn with_servers(self, extra: Vec<crate::store::datadir::ExtraServer>, max: usize) -> Self {
+        {
+            let mut inner = self.inner.lock();
+            inner.max = max.max(1);
+            if !inner.servers.is_empty() {
+                inner.servers.extend(extra.into_iter().map(|s| ServerEntry {
+                    identity: s.identity,
+                    url: s.server_url,
+                }));
+            }
+        }
+        self
+    }
+
     pub fn page_open(&self) -> bool {
-        self.inner.lock().open
+        let inner = self.inner.lock();
+        inner.open && !inner.full()
     }
 
+    /// Whether some server registered this agent.
     pub fn has_identity(&self) -> bool {
-        self.inner.lock().identity.is_some()
+        !self.inner.lock().servers.is_empty()
     }
 
+    /// Whether as many servers as `maxServers` allows are registered.
+    pub fn is_full(&self) -> bool {
+        self.inner.lock().full()
+    }
+
+    /// The first server's URL (the config's `serverUrl`).
     pub fn server_url(&self) -> Option<String> {
-        self.inner.lock().server_url.clone()
+        self.inner
+            .lock()
+            .servers
+            .first()
+            .and_then(|s| s.url.clone())
     }
 
-    /// The stored identity (for `/ws/agent`'s check).
+    /// The first server's identity.
     pub fn identity(&self) -> Option<Identity> {
-        self.inner.lock().identity.clone()
+        self.inner
+            .lock()
+            .servers
+            .first()
+            .map(|s| s.identity.clone())
+    }
+
+    /// Every registered server, in slot order.
+    pub fn servers(&self) -> Vec<ServerEntry> {
+        self.inner.lock().servers.clone()
+    }
+
+    /// `/ws/agent`'s check across the servers: the slot of the outbound server whose
+    /// client id the query names, if its token matches too. A client id of a server
+    /// the agent dials itself (inbound) is refused as for a one-server agent.
+    pub fn outbound_slot(&self, query: &str) -> Result<usize, Refusal> {
+        let servers = self.servers();
+        let asked = outbound::query_param(query, "clientId").unwrap_or_default();
+        match servers
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.identity.client_id == asked)
+        {
+            Some((slot, s)) => {
+                outbound::check_agent_query(query, Some(&s.identity), s.url.is_some())
+                    .map(|()| slot)
+            }
+            // No such client: the first server's check gives the same refusal (and the
+            // same work, so timing tells nothing).
+            None => {
+                let first = servers.first();
+                outbound::check_agent_query(
+                    query,
+                    first.map(|s| &s.identity),
+                    first.is_some_and(|s| s.url.is_some()),
+                )
+                .and(Err(outbound::UNAUTHORIZED))
+            }
+        }
+    }
+
+    /// Stores a newly registered server in its slot's file: the first in identity.json,
+    /// the others in servers.json (rewritten whole, atomically).
+    fn store_server(&self, dir: &DataDir, entry: &ServerEntry) -> std::io::Result<usize> {
+        let extra: Vec<crate::store::datadir::ExtraServer> = {
+            let inner = self.inner.lock();
+            if inner.servers.is_empty() {
+                drop(inner);
+                dir.save_identity(&entry.identity)?;
+                return Ok(0);
+            }
+            inner.servers[1..]
+                .iter()
+                .chain(std::iter::once(entry))
+                .map(|s| crate::store::datadir::ExtraServer {
+                    identity: s.identity.clone(),
+                    server_url: s.url.clone(),
+                })
+                .collect()
+        };
+        dir.save_servers(&extra)?;
+        Ok(extra.len())
+    }
+
+    /// Adds a stored server; when that fills the agent, the PIN goes and the page closes.
+    /// Returns whether the agent is now full.
+    fn add_server(&self, entry: ServerEntry) -> bool {
+        let mut inner = self.inner.lock();
+        inner.servers.push(entry);
+        if inner.full() {
+            inner.pins.drop_pin();
+            inner.open = false;
+        }
+        inner.full()
     }
 
     /// Whether a registration secret is held (it is dropped once used).
@@ -283,7 +411,11 @@ impl RegShared {
         dir: &DataDir,
     ) -> Result<Identity, OutboundRefused> {
         let _flow = self.flow.lock();
-        if self.has_identity() {
+        let known = self
+            .servers()
+            .iter()
+            .any(|s| s.identity.client_id == req.client_id);
+        if self.is_full() || known {
             return Err(OutboundRefused::Closed(outbound::ALREADY_REGISTERED));
         }
         let secret = self.inner.lock().secret.clone();
@@ -307,23 +439,33 @@ impl RegShared {
             client_id: req.client_id,
             auth_token: req.auth_token.expose().to_string(),
         };
-        if let Err(e) = dir.save_identity(&identity) {
-            log::error!("Outbound registration refused: identity.json cannot be written: {e}");
-            return Err(OutboundRefused::Store(format!(
-                "the agent cannot store its identity: {e}"
-            )));
-        }
-        let had_secret = {
-            let mut inner = self.inner.lock();
-            inner.pins.drop_pin();
-            inner.open = false;
-            inner.identity = Some(identity.clone());
-            inner.secret.take().is_some()
+        let entry = ServerEntry {
+            identity: identity.clone(),
+            url: None,
         };
-        log::info!(
-            "Registered by the server (outbound) as client {}; the register page is closed",
-            identity.client_id
-        );
+        let slot = match self.store_server(dir, &entry) {
+            Ok(slot) => slot,
+            Err(e) => {
+                log::error!("Outbound registration refused: the identity cannot be written: {e}");
+                return Err(OutboundRefused::Store(format!(
+                    "the agent cannot store its identity: {e}"
+                )));
+            }
+        };
+        let full = self.add_server(entry);
+        let had_secret = full && self.inner.lock().secret.take().is_some();
+        if full {
+            log::info!(
+                "Registered by the server (outbound) as client {}; the register page is closed",
+                identity.client_id
+            );
+        } else {
+            log::info!(
+                "Registered by the server (outbound) as client {} (server {}); another server may still register this agent",
+                identity.client_id,
+                slot + 1
+            );
+        }
         if had_secret {
             log::warn!(
                 "The registration secret has been used and is dropped from memory; remove SVC_REGISTRATION_SECRET / SVC_REGISTRATION_SECRET_FILE from the agent's environment"
@@ -391,6 +533,18 @@ impl RegShared {
         config_path: &Path,
     ) -> Result<Registered, RegError> {
         let form = parse_form(body)?;
+        if self
+            .servers()
+            .iter()
+            .any(|s| s.url.as_deref() == Some(form.url.as_str()))
+        {
+            return Err(RegError {
+                status: 409,
+                stage: "input",
+                message: format!("url: this agent is already registered with {}", form.url),
+                field: Some("url"),
+            });
+        }
         self.check_pin(&form.pin)?;
         log::info!("Registering with {} as {hostname}", form.url);
         let identity = read_answer(serverapi::register(
@@ -401,35 +555,50 @@ impl RegShared {
         ))
         .inspect_err(|e| log::warn!("Registration with {} failed: {}", form.url, e.message))?;
         let mut warnings = Vec::new();
-        if let Err(e) = dir.save_identity(&identity) {
-            log::error!("Registered, but identity.json could not be written: {e}");
+        let entry = ServerEntry {
+            identity: identity.clone(),
+            url: Some(form.url.clone()),
+        };
+        let first = !self.has_identity();
+        let file = if first {
+            "identity.json"
+        } else {
+            "servers.json"
+        };
+        if let Err(e) = self.store_server(dir, &entry) {
+            log::error!("Registered, but {file} could not be written: {e}");
             warnings.push(format!(
-                "identity.json could not be written ({e}): the agent is connected now but will come back unregistered after a restart"
+                "{file} could not be written ({e}): the agent is connected now but will not know this server after a restart"
             ));
         }
-        match write_server_url(config_path, &form.url) {
-            Ok(true) => log::info!("serverUrl written to {}", config_path.display()),
-            Ok(false) => {}
-            Err(e) => {
-                log::error!("Registered, but serverUrl could not be written: {e}");
-                warnings.push(format!(
-                    "serverUrl could not be written to the config file ({e}): after a restart the agent will not know its server"
-                ));
+        // The first server's URL goes to the config, as for a one-server agent; later
+        // ones live in servers.json with their identity.
+        if first {
+            match write_server_url(config_path, &form.url) {
+                Ok(true) => log::info!("serverUrl written to {}", config_path.display()),
+                Ok(false) => {}
+                Err(e) => {
+                    log::error!("Registered, but serverUrl could not be written: {e}");
+                    warnings.push(format!(
+                        "serverUrl could not be written to the config file ({e}): after a restart the agent will not know its server"
+                    ));
+                }
             }
         }
-        {
-            let mut inner = self.inner.lock();
-            inner.pins.drop_pin();
-            inner.open = false;
-            inner.identity = Some(identity.clone());
-            inner.server_url = Some(form.url.clone());
-        }
+        let slot = self.servers().len();
+        let full = self.add_server(entry);
         log::info!(
-            "Registered with {} as client {}; the register page is closed",
+            "Registered with {} as client {}; {}",
             form.url,
-            identity.client_id
+            identity.client_id,
+            if full {
+                "the register page is closed"
+            } else {
+                "the register page stays open for another server"
+            }
         );
         Ok(Registered {
+            slot,
             identity,
             url: form.url,
             warning: (!warnings.is_empty()).then(|| warnings.join("; ")),

@@ -1,4 +1,12 @@
-//! The data directory: identity.json, keepalived-last.json and queue.json.
+//! The data directory: identity.json, keepalived-last.json, queue.json and, for an
+//! agent registered with more than one server, servers.json.
+//!
+//! identity.json and the config's `serverUrl` stay the first server's, exactly as for a
+//! one-server agent; servers.json (0600, holds tokens) lists the servers registered
+//! after it, each with its own identity and, when the agent dials it, its URL. queue.json
+//! gains an `acked` map only while some server has acknowledged an event another has
+//! not, so an older data directory loads unchanged and a one-server agent writes the
+//! same bytes as before.
 //!
 //! Owns the on-disk rules: the directory is 0700 (set at every start), files are 0600,
 //! every write is atomic and synced (temporary file, fsync, rename, fsync of the
@@ -13,11 +21,40 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use vrrp_protocol::ActivityEvent;
 
+use std::collections::BTreeMap;
+
 use crate::reader::events::Baseline;
+use crate::store::queue::{Acked, QueueState};
 
 pub const IDENTITY: &str = "identity.json";
 pub const LAST_READING: &str = "keepalived-last.json";
 pub const QUEUE: &str = "queue.json";
+pub const SERVERS: &str = "servers.json";
+
+/// A server registered after the first (servers.json). `server_url` set: the agent
+/// dials it (inbound); unset: that server dials the agent (outbound).
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtraServer {
+    #[serde(flatten)]
+    pub identity: Identity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_url: Option<String>,
+}
+
+impl std::fmt::Debug for ExtraServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExtraServer")
+            .field("identity", &self.identity)
+            .field("server_url", &self.server_url)
+            .finish()
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct ServersFile {
+    servers: Vec<ExtraServer>,
+}
 
 /// The pair the server issued at registration. The token is a secret: `Debug` masks it.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -94,6 +131,42 @@ impl DataDir {
         vrrp_fs::write_private_atomic(&self.file(IDENTITY), &bytes)
     }
 
+    /// The servers registered after the first. A damaged file is moved aside like a
+    /// damaged identity (those servers must register the agent again); the error says so.
+    pub fn load_servers(&self, now_stamp: &str) -> Result<Vec<ExtraServer>, String> {
+        let path = self.file(SERVERS);
+        let text = match fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let reason = match serde_json::from_slice::<ServersFile>(&text) {
+            Ok(f)
+                if f.servers.iter().all(|s| {
+                    !s.identity.client_id.is_empty() && !s.identity.auth_token.is_empty()
+                }) =>
+            {
+                return Ok(f.servers)
+            }
+            Ok(_) => "a clientId or authToken is empty".to_string(),
+            Err(e) => format!("does not parse: {e}"),
+        };
+        let moved_to = self.file(&format!("{SERVERS}.corrupt-{now_stamp}"));
+        fs::rename(&path, &moved_to).map_err(|e| format!("{}: {e}", path.display()))?;
+        Err(format!(
+            "{SERVERS} is damaged ({reason}); moved to {} and the servers in it are forgotten",
+            moved_to.display()
+        ))
+    }
+
+    pub fn save_servers(&self, servers: &[ExtraServer]) -> io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(&ServersFile {
+            servers: servers.to_vec(),
+        })
+        .map_err(io::Error::other)?;
+        vrrp_fs::write_private_atomic(&self.file(SERVERS), &bytes)
+    }
+
     /// The baseline for change detection, or `None` (missing or damaged: discarded).
     pub fn load_baseline(&self) -> Result<Option<Baseline>, String> {
         load_scratch(&self.file(LAST_READING))
@@ -106,13 +179,26 @@ impl DataDir {
 
     /// Queued events, or an empty queue when the file is missing or damaged.
     pub fn load_queue(&self) -> Result<Vec<ActivityEvent>, String> {
+        Ok(self.load_queue_state()?.events)
+    }
+
+    /// Queued events with the per-server acknowledgements (none in an older file).
+    pub fn load_queue_state(&self) -> Result<QueueState, String> {
         Ok(load_scratch::<QueueFile>(&self.file(QUEUE))?
-            .map(|q| q.events)
+            .map(|q| QueueState {
+                events: q.events,
+                acked: q.acked,
+            })
             .unwrap_or_default())
     }
 
     pub fn save_queue(&self, events: &[ActivityEvent]) -> io::Result<()> {
-        let bytes = serde_json::to_vec(&QueueFileRef { events }).map_err(io::Error::other)?;
+        self.save_queue_state(events, &Acked::new())
+    }
+
+    pub fn save_queue_state(&self, events: &[ActivityEvent], acked: &Acked) -> io::Result<()> {
+        let bytes =
+            serde_json::to_vec(&QueueFileRef { events, acked }).map_err(io::Error::other)?;
         vrrp_fs::write_private_atomic(&self.file(QUEUE), &bytes)
     }
 }
@@ -120,11 +206,16 @@ impl DataDir {
 #[derive(Deserialize)]
 struct QueueFile {
     events: Vec<ActivityEvent>,
+    #[serde(default)]
+    acked: Acked,
 }
 
 #[derive(Serialize)]
 struct QueueFileRef<'a> {
     events: &'a [ActivityEvent],
+    /// Left out when empty: a one-server agent's file is exactly the older format.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    acked: &'a Acked,
 }
 
 /// Reads a scratch file. Missing gives `Ok(None)`; damaged gives `Err(reason)` after the
@@ -171,6 +262,55 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, [std::ffi::OsString::from(QUEUE)]);
+    }
+
+    #[test]
+    fn an_older_queue_file_loads_and_one_server_writes_the_same_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = DataDir::open(tmp.path()).unwrap();
+        // queue.json as agents before issue 36 wrote it.
+        let old = br#"{"events":[{"id":"e1","occurredAt":"2026-11-20T10:00:00.000Z","kind":"keepalived.started","level":"info"}]}"#;
+        fs::write(d.path().join(QUEUE), old).unwrap();
+        let st = d.load_queue_state().unwrap();
+        assert_eq!(st.events.len(), 1);
+        assert!(st.acked.is_empty());
+        d.save_queue_state(&st.events, &st.acked).unwrap();
+        let again = fs::read_to_string(d.path().join(QUEUE)).unwrap();
+        assert!(again.starts_with(r#"{"events":[{"id":"e1""#), "{again}");
+        assert!(!again.contains("acked"), "{again}");
+        // With a second server's acknowledgements they are kept.
+        let acked: Acked = [("A".to_string(), ["e1".to_string()].into())].into();
+        d.save_queue_state(&st.events, &acked).unwrap();
+        assert_eq!(d.load_queue_state().unwrap().acked, acked);
+    }
+
+    #[test]
+    fn servers_file_is_private_and_a_damaged_one_is_moved_aside() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = DataDir::open(tmp.path()).unwrap();
+        assert!(d.load_servers("x").unwrap().is_empty());
+        let s = ExtraServer {
+            identity: Identity {
+                client_id: "c2".into(),
+                auth_token: "tok-2-secret".into(),
+            },
+            server_url: Some("http://b:3010".into()),
+        };
+        d.save_servers(std::slice::from_ref(&s)).unwrap();
+        let mode = fs::metadata(d.path().join(SERVERS))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(d.load_servers("x").unwrap(), std::slice::from_ref(&s));
+        assert!(!format!("{s:?}").contains("tok-2-secret"));
+        fs::write(d.path().join(SERVERS), b"{").unwrap();
+        assert!(d.load_servers("20261127T000000Z").is_err());
+        assert!(d
+            .path()
+            .join("servers.json.corrupt-20261127T000000Z")
+            .exists());
     }
 
     #[test]

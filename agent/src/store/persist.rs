@@ -154,12 +154,12 @@ impl Writer {
     fn write(&mut self) {
         self.coalescer.written();
         if std::mem::take(&mut self.queue_dirty) {
-            let events = self.queue.snapshot_for_write();
-            if let Err(e) = self.dir.save_queue(&events) {
+            let state = self.queue.snapshot_for_write();
+            if let Err(e) = self.dir.save_queue_state(&state.events, &state.acked) {
                 // Keep the baseline back too, so nothing is lost: retry within a second.
                 self.failed(
                     format!("cannot write the activity queue: {e}"),
-                    events.len(),
+                    state.events.len(),
                 );
                 self.queue.mark_unsaved();
                 self.queue_dirty = true;

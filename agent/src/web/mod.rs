@@ -7,7 +7,10 @@
 //! panic in a handler becomes a 500 for that request only. With a `tls` block the one
 //! listener speaks HTTPS (and so WSS) only; there is never a plain-HTTP fallback.
 
+pub mod state;
 pub mod ws;
+
+pub use state::{Bind, Routes, WebState};
 
 use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
@@ -19,12 +22,9 @@ use serde_json::{json, Value};
 use tiny_http::{Header, Method, Request, Response, Server, StatusCode};
 use vrrp_protocol::VrrpState;
 
-use crate::clock::SharedClock;
-use crate::config::{secret_eq, Config, Mode, Secret};
-use crate::connection::{self, ConnInbox, ConnMsg, SharedConn};
-use crate::reader::{SharedStatus, Trigger, TriggerSource};
-use crate::registration::RegShared;
-use crate::store::datadir::DataDir;
+use crate::config::{secret_eq, Secret};
+use crate::connection::{self, ConnMsg};
+use crate::reader::TriggerSource;
 
 /// The scheme the local web server speaks: `https` exactly when a `tls` block is set.
 pub fn scheme(tls: bool) -> &'static str {
@@ -49,74 +49,6 @@ const WORKERS: usize = 4;
 const IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 /// Longest a request head may take from its first byte.
 const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Which routes exist, decided once at start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Routes {
-    pub status_page: bool,
-    /// `/register` and `POST /api/register` (closed at run time once registered).
-    pub register_page: bool,
-    /// `enableRegisterPage` itself: once registered, `/register` still redirects.
-    pub register_configured: bool,
-    pub notify: bool,
-    pub health: bool,
-    /// Outbound mode: `/ws/register` and `/ws/agent` (no `serverUrl`).
-    pub outbound: bool,
-}
-
-/// Where to listen, or why not at all.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bind {
-    All(u16),
-    LoopbackOnly(u16),
-    None(&'static str),
-}
-
-impl Routes {
-    pub fn from_config(cfg: &Config, mode: Mode) -> Routes {
-        Routes {
-            status_page: cfg.enable_status_page,
-            register_page: cfg.enable_register_page && mode == Mode::Unregistered,
-            register_configured: cfg.enable_register_page,
-            notify: cfg.keepalived.notify_token.is_some(),
-            health: cfg.container,
-            outbound: cfg.server_url.is_none() && mode != Mode::Inbound,
-        }
-    }
-
-    /// With no page, no notify endpoint and no outbound mode, only the container's health
-    /// route would remain: loopback in the container, nothing at all outside it.
-    pub fn bind(&self, cfg: &Config) -> Bind {
-        if self.status_page || self.register_page || self.notify || self.outbound {
-            Bind::All(cfg.listen_port)
-        } else if self.health {
-            Bind::LoopbackOnly(cfg.listen_port)
-        } else {
-            Bind::None("no status page, no notify endpoint and no outbound mode")
-        }
-    }
-}
-
-/// Everything handlers read.
-pub struct WebState {
-    pub routes: Routes,
-    pub config: Arc<Config>,
-    pub mode: Mode,
-    pub status: SharedStatus,
-    pub trigger: Trigger,
-    pub reg: Arc<RegShared>,
-    pub conn: ConnInbox,
-    pub conn_status: SharedConn,
-    pub dir: DataDir,
-    pub hostname: String,
-    /// Sent in AUTH on `/ws/agent`.
-    pub version: String,
-    /// The registration timeout and the AUTH window of `/ws/agent` read this clock.
-    pub clock: SharedClock,
-    /// Shown on the status page: how many events wait, and whether they are on disk.
-    pub queue: crate::store::queue::ActivityQueue,
-    pub save_status: crate::store::persist::SaveStatus,
-}
 
 pub struct WebHandle {
     server: Arc<Server>,
@@ -418,7 +350,15 @@ fn register(state: &WebState, req: &mut Request) -> Reply {
         None => Reply::not_found(),
         Some(Err(e)) => err(e),
         Some(Ok(done)) => {
-            state.conn.send(ConnMsg::SetTarget(connection::Target {
+            // The new server waits for the events still queued, from its first session.
+            state.queue.add_server(&done.identity.client_id);
+            let Some(slot) = state.conns.get(done.slot) else {
+                // Slots are made for `maxServers`, and registration stops there.
+                log::error!("no connection for server {}", done.slot + 1);
+                return Reply::error(500, "Internal error");
+            };
+            slot.status.write().has_target = true;
+            slot.inbox.send(ConnMsg::SetTarget(connection::Target {
                 base_url: done.url,
                 client_id: done.identity.client_id,
                 token: Secret::new(done.identity.auth_token),
@@ -434,14 +374,14 @@ fn register(state: &WebState, req: &mut Request) -> Reply {
 }
 
 fn connect(state: &WebState) -> Reply {
-    if !state.conn_status.read().has_target {
+    if !state.conns.iter().any(|s| s.status.read().has_target) {
         return Reply::json(
             409,
             json!({ "connected": false, "error": "not registered with a server (no identity or no serverUrl)" }),
         );
     }
     let r = state
-        .conn
+        .conns
         .connect(connection::HANDSHAKE_TIMEOUT + std::time::Duration::from_secs(5));
     Reply::json(200, r.to_json())
 }
@@ -459,22 +399,51 @@ fn queue_summary(state: &WebState) -> Value {
 }
 
 fn connection_summary(state: &WebState) -> Value {
-    let st = state.conn_status.read().clone();
-    let next = st.next_attempt.map(|t| {
-        t.saturating_duration_since(std::time::Instant::now())
-            .as_millis() as u64
-    });
-    json!({
-        "connected": st.state == connection::ConnState::Connected,
-        "state": st.state.as_str(),
-        // Inbound: an identity and a server to dial; outbound: the identity alone.
-        "registered": st.has_target || state.reg.has_identity(),
-        "attempts": st.attempts,
-        "lastError": st.last_error,
-        "nextAttemptInMs": next,
-        "connectedSince": st.connected_since,
-        "queue": queue_summary(state),
-    })
+    // The top level is the first server's, as for a one-server agent; `servers` lists
+    // each registered server's connection and queue position (issue 36).
+    let servers = state.reg.servers();
+    let summary = |st: &connection::ConnStatus| {
+        let next = st.next_attempt.map(|t| {
+            t.saturating_duration_since(std::time::Instant::now())
+                .as_millis() as u64
+        });
+        json!({
+            "connected": st.state == connection::ConnState::Connected,
+            "state": st.state.as_str(),
+            "attempts": st.attempts,
+            "lastError": st.last_error,
+            "nextAttemptInMs": next,
+            "connectedSince": st.connected_since,
+        })
+    };
+    let st = state.conns.first().status.read().clone();
+    let mut v = summary(&st);
+    // Inbound: an identity and a server to dial; outbound: the identity alone.
+    v["registered"] = json!(st.has_target || state.reg.has_identity());
+    v["queue"] = queue_summary(state);
+    if state.config.max_servers > 1 {
+        v["servers"] = servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let mut one = state
+                    .conns
+                    .get(i)
+                    .map_or(Value::Null, |c| summary(&c.status.read()));
+                one["clientId"] = json!(s.identity.client_id);
+                one["serverUrl"] = json!(s.url);
+                one["mode"] = json!(if s.url.is_some() {
+                    "inbound"
+                } else {
+                    "outbound"
+                });
+                one["pendingEvents"] = json!(state.queue.pending_for(&s.identity.client_id));
+                one
+            })
+            .collect();
+        v["maxServers"] = json!(state.config.max_servers);
+    }
+    v
 }
 
 fn is_loopback(addr: Option<&SocketAddr>) -> bool {
@@ -552,7 +521,7 @@ fn config_summary(state: &WebState) -> Value {
     let c = &state.config;
     let k = &c.keepalived;
     let server_url = state.reg.server_url();
-    let mode = Mode::derive(state.reg.has_identity(), server_url.is_some());
+    let mode = crate::config::Mode::derive(state.reg.has_identity(), server_url.is_some());
     json!({
         "mode": mode.as_str(),
         "serverUrl": server_url,

@@ -22,7 +22,7 @@ use tiny_http::{Header, Request, Response};
 use tungstenite::protocol::Role;
 use tungstenite::{Message, WebSocket};
 
-use super::WebState;
+use super::state::WebState;
 use crate::connection::dial::{self, Accepted, Socket, Stream};
 use crate::connection::outbound::{self, Refusal};
 use crate::connection::session::envelope;
@@ -182,7 +182,7 @@ fn register(
     opened: Instant,
     stopping: &AtomicBool,
 ) {
-    if state.reg.has_identity() {
+    if state.reg.is_full() {
         log::warn!("/ws/register: {peer} refused: this agent is already registered");
         refuse(&mut ws, outbound::ALREADY_REGISTERED);
         return;
@@ -227,7 +227,10 @@ fn register(
         req.client_id
     );
     match state.reg.register_outbound(req, &state.dir) {
-        Ok(_) => {
+        Ok(identity) => {
+            // Its queue position starts with what is still queued; its connection
+            // thread waits for the `/ws/agent` it dials next.
+            state.queue.add_server(&identity.client_id);
             send(
                 &mut ws,
                 "REGISTRATION_SUCCESS",
@@ -256,13 +259,21 @@ fn register(
 /// `/ws/agent`: both halves of the identity, then AUTH / AUTH_SUCCESS, then the session
 /// on the connection thread.
 fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str, stopping: &AtomicBool) {
-    let identity = state.reg.identity();
-    let inbound = state.reg.server_url().is_some();
-    if let Err(r) = outbound::check_agent_query(query, identity.as_ref(), inbound) {
-        log::warn!("/ws/agent: {peer} refused: {}", r.reason);
-        refuse(&mut ws, r);
+    // Each outbound server presents the identity it issued; its slot's thread runs it.
+    let slot = match state.reg.outbound_slot(query) {
+        Ok(slot) => slot,
+        Err(r) => {
+            log::warn!("/ws/agent: {peer} refused: {}", r.reason);
+            refuse(&mut ws, r);
+            return;
+        }
+    };
+    let Some(conn) = state.conns.get(slot) else {
+        log::error!("/ws/agent: no connection for server {}", slot + 1);
+        refuse(&mut ws, outbound::UNAUTHORIZED);
         return;
-    }
+    };
+    let client_id = outbound::query_param(query, "clientId").unwrap_or_default();
     // AUTH goes out after this, so the window has started before the peer sees it.
     let deadline = state.clock.now() + HANDSHAKE_TIMEOUT;
     if let Err(e) = dial::authenticate(
@@ -277,7 +288,9 @@ fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str, stoppi
         close_with(&mut ws, 1000, "");
         return;
     }
-    state
-        .conn
-        .send(ConnMsg::Accepted(Box::new(Incoming { ws, peer })));
+    conn.inbox.send(ConnMsg::Accepted(Box::new(Incoming {
+        ws,
+        peer,
+        client_id,
+    })));
 }
