@@ -1,13 +1,14 @@
 //! `scripts/demo-ha --measure` (issue 36): a server pair in the lab, server A in
 //! h1 and B in h2 with keepalived moving `ha.vip` between them, agents on h3, h4,
-//! h5 registered with B. While A holds the VIP, B records h5's FAULT but sends no
-//! webhook; A's machine dies (server and keepalived killed); keepalived gives B
-//! the VIP and B sends the events of the handover window: every event B recorded
-//! since the scenario began reaches the receiver from B, within seconds of A's
-//! death. Nothing of the lab is left afterwards.
-//!
-//! Not covered (doc/ha.md, Status): agents registered with both servers, and the
-//! restarted server catching up, since an agent reports to one server so far.
+//! h5 registered with both. During a keepalived failover on the hosts (h5's track
+//! script fails) both servers record the same agent events, each once; A, holding
+//! the VIP, sends them and B sends nothing. A's machine dies (server and
+//! keepalived killed); keepalived gives B the VIP and B sends the events of the
+//! handover window within seconds. h5 recovers while A is down; A's server starts
+//! again (standby: its keepalived stays down) and catches up to B's activity list
+//! (the same agent event ids, each once). The receiver got every event of the
+//! scenario at least once, and none from both servers outside the handover
+//! window. Nothing of the lab is left afterwards.
 //!
 //! Needs root, keepalived, iproute2, util-linux, curl, python3.
 
@@ -42,11 +43,21 @@ fn the_standby_takes_over_the_webhooks_when_the_active_server_dies() {
         seconds < 10.0,
         "{seconds} s from A's death to B's first webhook"
     );
-    assert!(text.contains("missing: 0"), "{text}");
+    assert!(text.contains("missing: 0;"), "{text}");
+    assert!(text.contains("from both outside the window: 0"), "{text}");
+    assert!(
+        text.contains("both servers record the same") && text.contains("A caught up in"),
+        "{text}"
+    );
     assert!(text.contains("holds the VIP 192.0.2.100 now"), "{text}");
     let netns = Command::new("ip").args(["netns", "list"]).output().unwrap();
     let netns = String::from_utf8_lossy(&netns.stdout);
     assert!(!netns.lines().any(|l| l.starts_with(&prefix)), "{netns}");
     assert!(!std::path::Path::new(&dir).exists());
     println!("A's death to B's first webhook: {seconds:.2} s");
+    for l in text.lines().filter(|l| {
+        l.contains("caught up") || l.contains("Scenario events") || l.contains("record the same")
+    }) {
+        println!("{l}");
+    }
 }
