@@ -506,7 +506,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "src/http/sessions/outbound.rs",
         "src/http/state.rs",
     ],
-    &["agent/src/web/mod.rs", "agent/src/web/ws.rs"],
 ];
 
 fn known(circle: &BTreeSet<PathBuf>) -> bool {
