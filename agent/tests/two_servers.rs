@@ -89,9 +89,12 @@ impl Agent {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// This run's setup PIN (the log holds earlier runs' too).
     fn pin(&self) -> String {
         wait_for("the setup PIN", 20, || {
-            self.log()
+            let log = self.log();
+            let this_run = log.rsplit("Web server listening").next()?;
+            this_run
                 .lines()
                 .find_map(|l| l.split("Setup PIN: ").nth(1).map(|p| p[..9].to_string()))
         })
@@ -252,8 +255,11 @@ fn both_servers_get_every_event_once_and_a_returning_server_catches_up() {
 
     // The first registration keeps the page open for a second server.
     let (s, b) = agent.register(&sa.url(), &sa.token(&admin_a), &pin);
-    assert_eq!(s, 200, "{b}");
+    assert_eq!((s, b["moreServers"].as_u64()), (200, Some(1)), "{b}");
     assert_eq!(agent.get("/register").0, 200, "the page stays open");
+    let auth = agent.get("/api/status/auth").2;
+    assert_eq!(auth["servers"][0]["serverUrl"], sa.url().as_str(), "{auth}");
+    assert_eq!(auth["moreServers"], 1, "{auth}");
     let (s, b) = agent.register(&sa.url(), &sa.token(&admin_a), &pin);
     assert_eq!((s, b["field"].as_str()), (409, Some("url")), "{b}");
     let (s, b) = agent.register(&sb.url(), &sb.token(&admin_b), &pin);
@@ -412,5 +418,76 @@ fn two_servers_register_the_agent_outbound_and_both_dial_it() {
     let on_b = wait_events(&sb, &admin_b, 2);
     assert_eq!(on_a, on_b);
     assert!(on_a.values().all(|n| *n == 1), "{on_a:?}");
+    agent.stop();
+}
+
+#[test]
+fn a_one_server_data_dir_loads_unchanged_and_takes_a_second_server() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (sa, sb) = servers(tmp.path());
+    let (admin_a, admin_b) = (sa.admin(), sb.admin());
+    let adir = tmp.path().join("agent");
+    let one = format!(
+        "keepalived:\n  pollInterval: 0\n  dumpTimeoutMs: 50\n  notifyToken: {NOTIFY_TOKEN}\n"
+    );
+    let mut agent = Agent::start(&adir, &one, free_port());
+    let pin = agent.pin();
+    let (s, b) = agent.register(&sa.url(), &sa.token(&admin_a), &pin);
+    // A one-server agent answers as before issue 36, and keeps its files as before.
+    assert_eq!(
+        (s, b),
+        (
+            200,
+            json!({"success": true, "message": "Registration successful"})
+        )
+    );
+    agent.stop();
+    let data = adir.join("data");
+    let identity = fs::read(data.join("identity.json")).unwrap();
+    let id: BTreeMap<String, Value> = serde_json::from_slice(&identity).unwrap();
+    assert_eq!(
+        id.keys().collect::<Vec<_>>(),
+        ["authToken", "clientId"],
+        "identity.json is the pair"
+    );
+    assert!(!data.join("servers.json").exists());
+    // An event waiting from the earlier life, in the older queue.json shape.
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    fs::write(
+        data.join("queue.json"),
+        json!({"events": [event("old-life-1", &now)]}).to_string(),
+    )
+    .unwrap();
+
+    // The same data directory with maxServers: 2: A as before, room for B.
+    let cfg = adir.join("config.yaml");
+    let text = fs::read_to_string(&cfg).unwrap();
+    fs::write(&cfg, format!("maxServers: 2\n{text}")).unwrap();
+    let port = agent.port;
+    drop(agent);
+    let mut agent = Agent::start(&adir, &one, port);
+    assert!(agent.log().contains("Agent mode: inbound"));
+    wait_for("the old event on A", 20, || {
+        sa.get(&admin_a, "/api/v1/activity?limit=500")
+            .as_array()?
+            .iter()
+            .any(|a| a["id"] == "old-life-1")
+            .then_some(())
+    });
+    let pin = agent.pin();
+    let (s, b) = agent.register(&sb.url(), &sb.token(&admin_b), &pin);
+    assert_eq!((s, b["moreServers"].as_u64()), (200, Some(0)), "{b}");
+    assert_eq!(
+        fs::read(data.join("identity.json")).unwrap(),
+        identity,
+        "the first server's identity is kept byte for byte"
+    );
+    wait_for("both connected", 20, || {
+        let s = agent.servers();
+        (s.len() == 2 && s.iter().all(|x| x["connected"] == true)).then_some(())
+    });
+    agent.keepalived(true);
+    let on_a = wait_events(&sa, &admin_a, 2);
+    assert_eq!(on_a, wait_events(&sb, &admin_b, 2));
     agent.stop();
 }

@@ -292,10 +292,7 @@ fn route(state: &WebState, req: &mut Request) -> Reply {
         (Method::Get, "/api/status/config") if r.status_page => {
             Reply::json(200, config_summary(state))
         }
-        (Method::Get, "/api/status/auth") if any_page => Reply::json(
-            200,
-            json!({ "hasAuthToken": state.reg.has_identity(), "statusPage": r.status_page }),
-        ),
+        (Method::Get, "/api/status/auth") if any_page => Reply::json(200, auth_summary(state)),
         (Method::Get, "/api/status/server") if any_page => match state.reg.server_url() {
             Some(url) => Reply::json(200, crate::registration::serverapi::ping(&url)),
             None => Reply::json(
@@ -309,6 +306,25 @@ fn route(state: &WebState, req: &mut Request) -> Reply {
         }
         _ => Reply::not_found(),
     }
+}
+
+/// `{hasAuthToken, statusPage}`; an agent that may take more than one server
+/// (`maxServers` above 1) also says which servers it has and how many more it takes,
+/// for the register page. Never a token.
+fn auth_summary(state: &WebState) -> Value {
+    let mut v = json!({
+        "hasAuthToken": state.reg.has_identity(),
+        "statusPage": state.routes.status_page,
+    });
+    if state.config.max_servers > 1 {
+        let servers = state.reg.servers();
+        v["servers"] = servers
+            .iter()
+            .map(|s| json!({ "clientId": s.identity.client_id, "serverUrl": s.url }))
+            .collect();
+        v["moreServers"] = json!(state.config.max_servers.saturating_sub(servers.len()));
+    }
+    v
 }
 
 fn register(state: &WebState, req: &mut Request) -> Reply {
@@ -365,6 +381,11 @@ fn register(state: &WebState, req: &mut Request) -> Reply {
                 allow_self_signed: c.allow_self_signed,
             }));
             let mut v = json!({ "success": true, "message": "Registration successful" });
+            // Said only where a second server may follow, so a one-server agent's
+            // answer stays as it was.
+            if c.max_servers > 1 {
+                v["moreServers"] = json!(c.max_servers.saturating_sub(done.slot + 1));
+            }
             if let Some(w) = done.warning {
                 v["warning"] = json!(w);
             }
