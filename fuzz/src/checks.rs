@@ -113,6 +113,7 @@ pub fn server_message(data: &[u8]) {
         now: std::time::Instant::now(),
         utc: chrono::Utc::now(),
         queue: &queue,
+        server: "fuzz-client",
     };
     let (mut session, _) = Session::start(&ctx);
     let _ = session.on_text(
