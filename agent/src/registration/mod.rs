@@ -686,4 +686,49 @@ mod tests {
         std::fs::write(&p, "- a list\n").unwrap();
         assert!(write_server_url(&p, "http://b").is_err());
     }
+
+    #[test]
+    fn ws_agent_finds_the_outbound_server_of_the_client_id_and_only_it() {
+        let id = |c: &str, t: &str| Identity {
+            client_id: c.into(),
+            auth_token: t.into(),
+        };
+        let reg = RegShared::new(
+            None,
+            false,
+            Some(id("first", "token-first")),
+            Some("http://a:3010".into()),
+            None,
+            PinBlock {
+                scheme: "http",
+                port: 3011,
+                outbound_hint: false,
+            },
+        )
+        .with_servers(
+            vec![crate::store::datadir::ExtraServer {
+                identity: id("second", "token-second"),
+                server_url: None,
+            }],
+            2,
+        );
+        assert!(reg.is_full() && !reg.page_open());
+        assert_eq!(
+            reg.outbound_slot("clientId=second&token=token-second"),
+            Ok(1)
+        );
+        // The first server is dialled by the agent (inbound): never by a socket.
+        assert_eq!(
+            reg.outbound_slot("clientId=first&token=token-first"),
+            Err(outbound::UNAUTHORIZED)
+        );
+        assert_eq!(
+            reg.outbound_slot("clientId=second&token=token-first"),
+            Err(outbound::UNAUTHORIZED)
+        );
+        assert_eq!(
+            reg.outbound_slot("clientId=third&token=token-second"),
+            Err(outbound::UNAUTHORIZED)
+        );
+    }
 }
