@@ -10,7 +10,9 @@
 //! socket never reaches the connection thread: `allowedNetworks` first (4003), then the
 //! route's own rules (see `crate::connection::outbound`). `/ws/register` answers on this worker.
 //! `/ws/agent` sends AUTH, waits for AUTH_SUCCESS, then hands the socket to the
-//! `connection` thread, which runs the same `Session` as for the socket it dials.
+//! connection thread of the server whose client id it presented (an agent may be
+//! registered with more than one), which runs the same `Session` as for the socket
+//! it dials.
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
