@@ -35,6 +35,11 @@ pub struct RealAgent {
 
 impl RealAgent {
     pub fn start() -> RealAgent {
+        Self::start_with("")
+    }
+
+    /// With `extra` appended to its config file (YAML, top-level keys).
+    pub fn start_with(extra: &str) -> RealAgent {
         let bin = Path::new(env!("CARGO_BIN_EXE_vrrp-monitor")).with_file_name("vrrp-agent");
         assert!(
             bin.exists(),
@@ -46,7 +51,7 @@ impl RealAgent {
         std::fs::create_dir_all(proc_dir.join("1")).unwrap();
         std::fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
         let cfg = dir.path().join("config.yaml");
-        std::fs::write(&cfg, "keepalived:\n  pollInterval: 3600\n").unwrap();
+        std::fs::write(&cfg, format!("keepalived:\n  pollInterval: 3600\n{extra}")).unwrap();
         let port = crate::harness::free_port();
         let child = Command::new(bin)
             .env_clear()

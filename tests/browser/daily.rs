@@ -824,3 +824,51 @@ fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_
     // The server dials it again: online once more.
     b.wait("#client-list tbody tr button[data-action=refresh]:not([disabled])");
 }
+
+#[test]
+fn the_agents_status_page_lists_each_server_it_reports_to() {
+    // Issue 36: an agent that two servers registered (both dial it, outbound,
+    // with the one setup PIN) shows one row per server on its status page.
+    let (one, two) = (Server::start(), Server::start());
+    let agent = crate::admin::RealAgent::start_with("maxServers: 2\n");
+    let pin = agent.pin();
+    let b = Browser::start(1000, 800);
+    let status = format!("http://127.0.0.1:{}/status", agent.port);
+    let add = |server: &Server, name: &str| {
+        let admin = server.admin();
+        let added = server.post(
+            "/api/v1/clients/outbound",
+            crate::harness::Auth::Cookie(&admin),
+            &json!({ "outboundTargetAddress": format!("127.0.0.1:{}", agent.port),
+                     "registrationSecret": pin, "hostname": name })
+            .to_string(),
+        );
+        assert!(added.status < 300, "{name}: {:?}", added.body);
+    };
+    add(&one, "lb-one");
+    b.goto(&status);
+    b.wait_text(
+        "#servers-room",
+        "Registered with 1 of at most 2 servers; 1 more can register with the setup PIN.",
+    );
+    add(&two, "lb-two");
+    b.goto(&status);
+    b.wait_text("#servers-room", "Registered with 2 of at most 2 servers.");
+    b.wait_js(
+        "both servers connected",
+        "return [...document.querySelectorAll('#servers tr')].filter(r => r.cells[2].textContent === 'connected').length === 2",
+        json!([]),
+    );
+    let rows = b.js(
+        "return [...document.querySelectorAll('#servers tr')].map(r => [...r.cells].map(c => c.textContent))",
+        json!([]),
+    );
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for row in rows {
+        assert_eq!(row[0], "dials this agent", "{row:?}");
+        assert_eq!(row[1], "outbound", "{row:?}");
+        assert_eq!(row[2], "connected", "{row:?}");
+    }
+    b.screenshot("agent-status-two-servers");
+}
