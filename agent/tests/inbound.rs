@@ -8,7 +8,7 @@ mod support;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -22,33 +22,9 @@ struct Agent {
 
 impl Agent {
     fn start(dir: &std::path::Path, config: &str, port: u16) -> Agent {
-        let proc_dir = dir.join("proc");
-        fs::create_dir_all(proc_dir.join("1")).unwrap();
-        fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
-        let cfg = dir.join("config.yaml");
-        if !cfg.exists() {
-            fs::write(&cfg, config).unwrap();
-        }
         let log = dir.join("agent.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_vrrp-agent"))
-            .env_clear()
-            .env("SVC_CLIENT_CONFIG", &cfg)
-            .env("SVC_CLIENT_DATA_DIR", dir.join("data"))
-            .env("SVC_PROC_DIR", &proc_dir)
-            .env("SVC_CLIENT_PORT", port.to_string())
-            // The most verbose level: the log scan must hold even there.
-            .env("LOG_LEVEL", "trace")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(
-                fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log)
-                    .unwrap(),
-            )
-            .spawn()
-            .unwrap();
+        // The most verbose level: the log scan must hold even there.
+        let child = spawn_agent(dir, config, port, "trace");
         let a = Agent {
             child: Some(child),
             port,

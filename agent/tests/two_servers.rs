@@ -37,37 +37,13 @@ struct Agent {
 
 impl Agent {
     fn start(dir: &Path, config: &str, port: u16) -> Agent {
-        let proc_dir = dir.join("proc");
-        fs::create_dir_all(proc_dir.join("1")).unwrap();
-        fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
-        let cfg = dir.join("config.yaml");
-        if !cfg.exists() {
-            fs::write(&cfg, config).unwrap();
-        }
         let log = dir.join("agent.log");
         // The log is appended to across restarts: wait for this run's line.
         let runs = fs::read_to_string(&log)
             .unwrap_or_default()
             .matches("Web server listening")
             .count();
-        let child = Command::new(env!("CARGO_BIN_EXE_vrrp-agent"))
-            .env_clear()
-            .env("SVC_CLIENT_CONFIG", &cfg)
-            .env("SVC_CLIENT_DATA_DIR", dir.join("data"))
-            .env("SVC_PROC_DIR", &proc_dir)
-            .env("SVC_CLIENT_PORT", port.to_string())
-            .env("LOG_LEVEL", "debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(
-                fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&log)
-                    .unwrap(),
-            )
-            .spawn()
-            .unwrap();
+        let child = spawn_agent(dir, config, port, "debug");
         let a = Agent {
             child: Some(child),
             fake: None,

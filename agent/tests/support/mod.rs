@@ -36,6 +36,38 @@ pub fn server_binary() -> PathBuf {
     p
 }
 
+/// Starts the real agent on `port` with its config, data and a stand-in `/proc`
+/// (pid 1 only: no keepalived) under `dir`; `config` is written only when
+/// `dir/config.yaml` does not exist yet (a restart keeps what the agent wrote).
+/// Its log is appended to `dir/agent.log` across restarts.
+pub fn spawn_agent(dir: &Path, config: &str, port: u16, log_level: &str) -> Child {
+    let proc_dir = dir.join("proc");
+    fs::create_dir_all(proc_dir.join("1")).unwrap();
+    fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
+    let cfg = dir.join("config.yaml");
+    if !cfg.exists() {
+        fs::write(&cfg, config).unwrap();
+    }
+    Command::new(env!("CARGO_BIN_EXE_vrrp-agent"))
+        .env_clear()
+        .env("SVC_CLIENT_CONFIG", &cfg)
+        .env("SVC_CLIENT_DATA_DIR", dir.join("data"))
+        .env("SVC_PROC_DIR", &proc_dir)
+        .env("SVC_CLIENT_PORT", port.to_string())
+        .env("LOG_LEVEL", log_level)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("agent.log"))
+                .unwrap(),
+        )
+        .spawn()
+        .unwrap()
+}
+
 /// `main` of a lab benchmark: runs `bench` only under `cargo bench` (which passes
 /// `--bench`; `cargo test --all-targets` starts benchmarks with nothing to do), on
 /// its own thread: the lab is entered per thread, and `vrrp-lab.sh down` kills every
