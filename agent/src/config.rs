@@ -10,43 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_yaml_ng::{Mapping, Value};
 
-/// Log levels of the spec. `fatal` maps to the `error` filter; `silent` turns logging off.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LogLevel {
-    Trace,
-    Debug,
-    Info,
-    Warn,
-    Error,
-    Fatal,
-    Silent,
-}
-
-impl LogLevel {
-    pub fn parse(s: &str) -> Option<LogLevel> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "trace" => LogLevel::Trace,
-            "debug" => LogLevel::Debug,
-            "info" => LogLevel::Info,
-            "warn" | "warning" => LogLevel::Warn,
-            "error" => LogLevel::Error,
-            "fatal" => LogLevel::Fatal,
-            "silent" => LogLevel::Silent,
-            _ => return None,
-        })
-    }
-
-    pub fn filter(self) -> log::LevelFilter {
-        match self {
-            LogLevel::Trace => log::LevelFilter::Trace,
-            LogLevel::Debug => log::LevelFilter::Debug,
-            LogLevel::Info => log::LevelFilter::Info,
-            LogLevel::Warn => log::LevelFilter::Warn,
-            LogLevel::Error | LogLevel::Fatal => log::LevelFilter::Error,
-            LogLevel::Silent => log::LevelFilter::Off,
-        }
-    }
-}
+/// Log levels of the spec: one enum for both binaries, in `vrrp_protocol`.
+pub use vrrp_protocol::LogLevel;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {

@@ -1,9 +1,18 @@
 //! Wire types shared by the server and the agent.
 //!
-//! Everything here is tolerant by construction: unknown fields are ignored, unknown
-//! enum words are normalised, so that a server and an agent of different ages talk.
-//! These are plain serde types (and `escape_controls`, the one text rule both binaries
-//! apply to wire text in log lines): no I/O, no clock, no logging.
+//! Everything here is tolerant by construction: unknown fields of a reading are
+//! kept (each level has a flattened `extra` map, so a newer agent's fields survive
+//! the server's round trip into storage and the dashboards), unknown enum words are
+//! normalised, a known field of the wrong type reads as absent, so that a server and
+//! an agent of different ages talk. These are plain serde types (and `escape_controls`,
+//! the one text rule both binaries apply to wire text in log lines, and the message
+//! vocabulary in [`messages`]): no I/O, no clock, no logging.
+
+pub mod log_level;
+pub mod messages;
+
+pub use log_level::LogLevel;
+pub use messages::{close, kind, Refusal};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -97,27 +106,44 @@ impl<'de> Deserialize<'de> for VrrpState {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct VrrpInstance {
+    #[serde(deserialize_with = "lenient")]
     pub name: String,
     pub state: VrrpState,
+    #[serde(deserialize_with = "lenient")]
     pub wanted_state: Option<VrrpState>,
+    #[serde(deserialize_with = "lenient")]
     pub interface: Option<String>,
+    #[serde(deserialize_with = "lenient")]
     pub vrid: Option<u32>,
+    #[serde(deserialize_with = "lenient")]
     pub priority: Option<u32>,
+    #[serde(deserialize_with = "lenient")]
     pub effective_priority: Option<u32>,
     /// Seconds between advertisements.
+    #[serde(deserialize_with = "lenient")]
     pub advert_interval: Option<f64>,
+    #[serde(deserialize_with = "lenient_list")]
     pub vips: Vec<String>,
     /// keepalived's `virtual_ipaddress_excluded`: addresses the instance adds and
     /// removes with its state but leaves out of its adverts, in the form of `vips`.
     /// Not in the spec's VrrpInstance: an optional field under its versioning rules,
     /// left out when empty, so readings without them look as before to every server.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "lenient_list"
+    )]
     pub excluded_vips: Vec<String>,
+    #[serde(deserialize_with = "lenient")]
     pub sync_group: Option<String>,
     /// ISO 8601 UTC, from keepalived's own clock.
+    #[serde(deserialize_with = "lenient")]
     pub last_transition: Option<String>,
     /// Counters with flat snake_case keys (`advertisements_received`, ...).
-    #[serde(deserialize_with = "lenient_counters")]
+    /// Left out when absent: the last-known instances carry none (spec).
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient_counters"
+    )]
     pub stats: Option<BTreeMap<String, u64>>,
     /// What keepalived tracks for this instance (scripts, interfaces, files,
     /// processes), each with its state as keepalived words it. Optional under the
@@ -128,7 +154,7 @@ pub struct VrrpInstance {
     )]
     pub tracked: Vec<TrackedItem>,
     /// keepalived's `Number of tracker faults` (2.3 and later); absent when unknown.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub tracker_faults: Option<u32>,
     /// A unicast instance's peers (addresses, as keepalived lists them).
     #[serde(
@@ -137,8 +163,20 @@ pub struct VrrpInstance {
     )]
     pub unicast_peers: Vec<String>,
     /// On a backup, the `Master router` keepalived last heard from (an address).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub master_router: Option<String>,
+    /// Server field: why a FAULT instance is in FAULT ([`VrrpInstance::fault_causes`]),
+    /// set by the server on every stored FAULT instance; an agent sends none, and
+    /// whatever one sends is replaced. Left out when absent.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub fault_causes: Option<Vec<FaultCause>>,
+    /// Server field: the causes in words, beside `faultCauses`.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub fault_reason: Option<String>,
+    /// Fields this build does not know, kept as they came (versioning rule: a
+    /// newer agent's fields reach storage and the dashboards unchanged).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// What kind of thing keepalived tracks. An unknown word from a newer agent reads
@@ -200,25 +238,33 @@ impl<'de> Deserialize<'de> for TrackedKind {
 pub struct TrackedItem {
     pub kind: TrackedKind,
     /// The script's, interface's, file's or process's name in keepalived.conf.
+    #[serde(deserialize_with = "lenient")]
     pub name: String,
     /// keepalived's own word for its state, as it writes it (`GOOD`, `BAD`,
     /// `INIT`, `UP`, `DOWN`, ...); absent where keepalived writes none.
+    #[serde(deserialize_with = "lenient")]
     pub status: Option<String>,
     /// A track script's run state as keepalived words it (`idle`, `running`,
     /// `requested termination`, `forcing termination`: keepalived-exporter's
     /// `keepalived_script_state`); absent for other kinds. Optional: left out when
     /// absent, so other items are as before.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub state: Option<String>,
     /// A track file's current value, or a track process's count of running
     /// processes; absent for scripts and interfaces.
+    #[serde(deserialize_with = "lenient")]
     pub value: Option<i64>,
     /// The weight the instance gives it; absent when keepalived shows none (an
     /// item without weight puts the instance in FAULT when it fails).
+    #[serde(deserialize_with = "lenient")]
     pub weight: Option<i64>,
     /// Whether the item is in its good state; `false` is what can put the
     /// instance in FAULT (or lower its priority, with a weight).
+    #[serde(deserialize_with = "lenient")]
     pub ok: bool,
+    /// Fields this build does not know, kept as they came.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// Why an instance is in FAULT, as far as its reading tells (see
@@ -281,9 +327,14 @@ impl VrrpInstance {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SyncGroup {
+    #[serde(deserialize_with = "lenient")]
     pub name: String,
     pub state: VrrpState,
+    #[serde(deserialize_with = "lenient_list")]
     pub instances: Vec<String>,
+    /// Fields this build does not know, kept as they came.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// One reading of keepalived (the server spec's KeepalivedState). The agent fills the
@@ -292,22 +343,34 @@ pub struct SyncGroup {
 #[derive(Clone, Debug, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct KeepalivedState {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub client_id: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub received_at: Option<String>,
     /// Agent's time of the reading, ISO 8601 UTC.
+    #[serde(deserialize_with = "lenient")]
     pub collected_at: String,
+    #[serde(deserialize_with = "lenient")]
     pub running: bool,
+    #[serde(deserialize_with = "lenient")]
     pub pid: Option<u32>,
+    #[serde(deserialize_with = "lenient")]
     pub version: Option<String>,
     /// `data` or `json`: which dump the instances come from.
+    #[serde(deserialize_with = "lenient")]
     pub source: Option<String>,
+    #[serde(deserialize_with = "lenient")]
     pub error: Option<String>,
+    #[serde(deserialize_with = "lenient_list")]
     pub instances: Vec<VrrpInstance>,
+    #[serde(deserialize_with = "lenient_list")]
     pub sync_groups: Vec<SyncGroup>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub last_known_instances: Option<Vec<VrrpInstance>>,
+    /// Fields this build does not know, kept as they came (the server stores and
+    /// rebroadcasts them: a newer agent's fields survive an older server).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
 }
 
 /// The agent's name for one KeepalivedState it took.
@@ -419,6 +482,17 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// A field of the wrong type (a string where a number belongs, from a broken or
+/// hostile sender) reads as its default rather than failing the whole reading.
+fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: serde::de::DeserializeOwned + Default,
+{
+    let v = Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).unwrap_or_default())
 }
 
 /// A list that is not a list (or holds entries of another shape) from another
@@ -575,6 +649,7 @@ mod tests {
             name: "SG_1".into(),
             state: VrrpState::Fault,
             instances: vec!["VI_1".into(), "VI_2".into()],
+            ..Default::default()
         }];
         let causes = through_group.fault_causes(&groups);
         assert_eq!(causes[0].kind, "syncGroup");
@@ -583,5 +658,39 @@ mod tests {
         let mut backup = i;
         backup.state = VrrpState::Backup;
         assert!(backup.fault_causes(&groups).is_empty());
+    }
+
+    #[test]
+    fn a_newer_agents_fields_survive_the_round_trip_at_every_level() {
+        let json = r#"{"collectedAt":"t","running":true,"pid":7,"version":null,"source":"data",
+            "error":null,"topNew":{"a":[1,2]},
+            "instances":[{"name":"VI_1","state":"MASTER","vrid":51,"vips":[],"instNew":"x",
+                "tracked":[{"kind":"script","name":"chk","status":"GOOD","ok":true,"itemNew":3}]}],
+            "syncGroups":[{"name":"SG","state":"MASTER","instances":["VI_1"],"groupNew":false}]}"#;
+        let r: Reading = serde_json::from_str(json).unwrap();
+        assert_eq!(r.extra["topNew"], serde_json::json!({"a": [1, 2]}));
+        let out = serde_json::to_value(&r).unwrap();
+        assert_eq!(out["topNew"], serde_json::json!({"a": [1, 2]}));
+        assert_eq!(out["instances"][0]["instNew"], "x");
+        assert_eq!(out["instances"][0]["tracked"][0]["itemNew"], 3);
+        assert_eq!(out["syncGroups"][0]["groupNew"], false);
+        // Known fields are not duplicated into the extra maps.
+        assert!(!r.extra.contains_key("running") && !r.instances[0].extra.contains_key("vrid"));
+        let again: Reading = serde_json::from_value(out.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&again).unwrap(), out);
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_reads_as_absent() {
+        let json = r#"{"collectedAt":"t","running":true,"pid":"seven",
+            "instances":[{"name":"VI_1","vrid":"51","priority":-1,"vips":["192.0.2.1",5]}]}"#;
+        let r: Reading = serde_json::from_str(json).unwrap();
+        assert_eq!(r.pid, None);
+        assert_eq!(r.instances[0].vrid, None);
+        assert_eq!(r.instances[0].priority, None);
+        assert_eq!(r.instances[0].vips, ["192.0.2.1"]);
+        // Absent counters stay absent (the last-known instances carry none).
+        let out = serde_json::to_value(&r.instances[0]).unwrap();
+        assert!(out.get("stats").is_none() && out.get("faultCauses").is_none());
     }
 }

@@ -7,37 +7,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 use std::time::Duration;
 
-/// Log levels of the spec, `trace` (most) to `fatal`, plus `silent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Trace,
-    Debug,
-    Info,
-    Warn,
-    Error,
-    Fatal,
-    Silent,
-}
-
-impl FromStr for LogLevel {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "trace" => LogLevel::Trace,
-            "debug" => LogLevel::Debug,
-            "info" => LogLevel::Info,
-            "warn" | "warning" => LogLevel::Warn,
-            "error" => LogLevel::Error,
-            "fatal" => LogLevel::Fatal,
-            "silent" => LogLevel::Silent,
-            _ => {
-                return Err(format!(
-                    "\"{s}\" is not a log level (trace, debug, info, warn, error, fatal, silent)"
-                ))
-            }
-        })
-    }
-}
+/// Log levels of the spec: one enum for both binaries, in `vrrp_protocol`.
+pub use vrrp_protocol::LogLevel;
 
 /// `jwtExpiresIn`: `12h`, `30m`, `7d`, `45s`, or a whole number of seconds.
 pub fn parse_lifetime(s: &str) -> Result<Duration, String> {

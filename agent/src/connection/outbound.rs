@@ -20,12 +20,9 @@ use crate::store::datadir::Identity;
 /// (the spec names the close, not the time; see ARCHITECTURE.md's decisions).
 pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A close code and its text, as the spec's error table writes them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Refusal {
-    pub code: u16,
-    pub reason: &'static str,
-}
+/// A close code and its text, as the spec's error table writes them: the one
+/// refusal type of both binaries.
+pub use vrrp_protocol::Refusal;
 
 pub const ACCESS_DENIED: Refusal = Refusal {
     code: 4003,
