@@ -181,11 +181,12 @@ fn view_of(i: usize, h: &Host) -> HostView {
         host: HOSTS[i].to_owned(),
         online: h.online,
         readable: h.running,
-        instances: vec![json!({
+        instances: vec![serde_json::from_value(json!({
             "name": "VI_1", "vrid": 51, "state": h.state.as_str(), "vips": vips,
             "advertInterval": 1, "priority": 100, "interface": "eth0",
             "lastTransition": iso(h.transition),
-        })],
+        }))
+        .expect("an instance")],
         read_at: Some(iso(h.read_at)),
     }
 }

@@ -247,6 +247,7 @@ fn idle(args: &[String]) -> Result<(), String> {
 fn evaluator(args: &[String]) -> Result<(), String> {
     use vrrp_monitor::clusters::confirm::Evaluator;
     use vrrp_monitor::clusters::{group, patch, HostView};
+    use vrrp_protocol::VrrpState;
     let clusters = number(args, "--clusters", 1000)?;
     let readings = number(args, "--readings", 2000)?;
     let start = chrono::Utc::now();
@@ -259,8 +260,19 @@ fn evaluator(args: &[String]) -> Result<(), String> {
                 host: format!("h{i}"),
                 online: true,
                 readable: true,
-                instances: vec![serde_json::json!({ "name": "VI_1", "vrid": 51, "state": if i % 2 == 0 { "MASTER" } else { "BACKUP" },
-                    "priority": 100, "advertInterval": 1, "vips": [format!("10.{}.{}.100/24", pair / 256, pair % 256)] })],
+                instances: vec![vrrp_protocol::VrrpInstance {
+                    name: "VI_1".into(),
+                    vrid: Some(51),
+                    state: if i % 2 == 0 {
+                        VrrpState::Master
+                    } else {
+                        VrrpState::Backup
+                    },
+                    priority: Some(100),
+                    advert_interval: Some(1.0),
+                    vips: vec![format!("10.{}.{}.100/24", pair / 256, pair % 256)],
+                    ..Default::default()
+                }],
                 read_at: Some(vrrp_monitor::clock::iso(start)),
             }
         })
@@ -284,12 +296,12 @@ fn evaluator(args: &[String]) -> Result<(), String> {
         let i = (r * 7919) % hosts.len();
         hosts[i].read_at = Some(vrrp_monitor::clock::iso(now));
         if r % 100 == 0 {
-            let state = if hosts[i].instances[0]["state"] == "MASTER" {
-                "BACKUP"
+            let state = if hosts[i].instances[0].state == VrrpState::Master {
+                VrrpState::Backup
             } else {
-                "MASTER"
+                VrrpState::Master
             };
-            hosts[i].instances[0]["state"] = state.into();
+            hosts[i].instances[0].state = state;
         }
         let t = Instant::now();
         let mut subset = Vec::new();

@@ -72,7 +72,7 @@ fn run(handles: &Handles, changed: &Receiver<()>, shutdown: &Shutdown) {
         match client_list(&handles.db, &handles.agents) {
             Ok(list) => handles
                 .hub
-                .broadcast_latest(envelope("CLIENTS_UPDATE", list)),
+                .broadcast_latest(envelope(vrrp_protocol::kind::CLIENTS_UPDATE, list)),
             Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
         }
         window = window_after(started.elapsed());

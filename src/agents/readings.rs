@@ -1,9 +1,10 @@
 //! The last keepalived reading of every client.
 //!
-//! A reading is stored as received (unknown fields kept) after [`normalise`]
-//! checked its shape and rewrote the state words this build knows; it is
-//! normalised again when read out, so a stored reading from another build reads
-//! the same way. Also keeps each client's last-known instances.
+//! A reading is parsed once, at the socket, into the protocol's typed
+//! [`Reading`] ([`parse`]: its shape checked, the state words this build knows
+//! rewritten, unknown fields kept in its `extra` maps); it is stored as that
+//! reading serialises, and parsed again when read out, so a stored reading from
+//! another build reads the same way. Also keeps each client's last-known instances.
 //!
 //! [`Latest`] mirrors the table in memory as the API shows it: the lists (states,
 //! clusters, the dashboard's first snapshot) are served from there instead of
@@ -17,62 +18,18 @@ use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use vrrp_protocol::{SyncGroup, VrrpInstance, VrrpState};
+pub use vrrp_protocol::Reading;
+use vrrp_protocol::{VrrpInstance, VrrpState};
 
-/// Why a reading was discarded.
+/// Why a reading was discarded: the first field of the wrong shape.
 #[derive(Debug, PartialEq)]
 pub struct Malformed(pub String);
 
-fn state_word(v: &Value) -> Value {
-    let state = match v {
-        Value::String(s) => VrrpState::from_word(s),
-        Value::Number(n) => n.as_i64().map_or(VrrpState::Unknown, VrrpState::from_code),
-        _ => VrrpState::Unknown,
-    };
-    Value::String(state.as_str().to_owned())
-}
-
-fn normalise_instance(v: &mut Value, at: &str) -> Result<(), Malformed> {
-    let obj = v
-        .as_object_mut()
-        .ok_or_else(|| Malformed(format!("{at}: not an object")))?;
-    if !obj.get("name").is_some_and(Value::is_string) {
-        return Err(Malformed(format!("{at}.name: not a string")));
-    }
-    let state = obj.get("state").map_or(Value::Null, state_word);
-    obj.insert(
-        "state".into(),
-        if state.is_null() {
-            Value::String("UNKNOWN".into())
-        } else {
-            state
-        },
-    );
-    if let Some(w) = obj.get_mut("wantedState") {
-        if !w.is_null() {
-            *w = state_word(w);
-        }
-    }
-    if let Some(vips) = obj.get("vips") {
-        if !vips.is_array() {
-            return Err(Malformed(format!("{at}.vips: not a list")));
-        }
-    } else {
-        obj.insert("vips".into(), Value::Array(Vec::new()));
-    }
-    Ok(())
-}
-
-/// Checks a reading's shape and rewrites its state words; unknown fields stay.
-/// Fields only the server sets are dropped from what an agent sent. Takes the
-/// reading by value: it is rewritten in place, never copied.
-pub fn normalise(payload: Value) -> Result<Map<String, Value>, Malformed> {
-    let Value::Object(mut obj) = payload else {
-        return Err(Malformed("not an object".into()));
-    };
-    for server_field in ["clientId", "receivedAt", "lastKnownInstances"] {
-        obj.remove(server_field);
-    }
+/// The shape the spec requires before a reading is stored. The typed parse that
+/// follows is lenient (a known field of the wrong type reads as absent, see
+/// `vrrp_protocol`), so what makes a reading malformed is checked here, on the
+/// parsed JSON, without copying it.
+fn check_shape(obj: &Map<String, Value>) -> Result<(), Malformed> {
     if !obj.get("running").is_some_and(Value::is_boolean) {
         return Err(Malformed("running: not true or false".into()));
     }
@@ -80,34 +37,45 @@ pub fn normalise(payload: Value) -> Result<Map<String, Value>, Malformed> {
         return Err(Malformed("collectedAt: not a string".into()));
     }
     for list in ["instances", "syncGroups"] {
-        match obj.get_mut(list) {
-            None | Some(Value::Null) => {
-                obj.insert(list.into(), Value::Array(Vec::new()));
-            }
-            Some(Value::Array(items)) => {
-                for (i, item) in items.iter_mut().enumerate() {
-                    let at = format!("{list}[{i}]");
-                    if list == "instances" {
-                        normalise_instance(item, &at)?;
-                    } else {
-                        let g = item
-                            .as_object_mut()
-                            .ok_or_else(|| Malformed(format!("{at}: not an object")))?;
-                        let state = g
-                            .get("state")
-                            .map_or(Value::String("UNKNOWN".into()), state_word);
-                        g.insert("state".into(), state);
-                    }
-                }
-            }
+        let items = match obj.get(list) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Array(items)) => items,
             Some(_) => return Err(Malformed(format!("{list}: not a list"))),
+        };
+        for (i, item) in items.iter().enumerate() {
+            let Some(item) = item.as_object() else {
+                return Err(Malformed(format!("{list}[{i}]: not an object")));
+            };
+            if list != "instances" {
+                continue;
+            }
+            if !item.get("name").is_some_and(Value::is_string) {
+                return Err(Malformed(format!("{list}[{i}].name: not a string")));
+            }
+            if item.get("vips").is_some_and(|v| !v.is_array()) {
+                return Err(Malformed(format!("{list}[{i}].vips: not a list")));
+            }
         }
     }
-    for optional in ["pid", "version", "source", "error"] {
-        obj.entry(optional).or_insert(Value::Null);
-    }
-    add_fault_causes(&mut obj);
-    Ok(obj)
+    Ok(())
+}
+
+/// Parses an agent's reading once, at the socket: checks its shape, types it
+/// (state words this build knows, unknown fields kept in the `extra` maps) and
+/// adds the server's fault causes. Fields only the server sets are dropped from
+/// what an agent sent. Takes the JSON by value: it is moved, never copied.
+pub fn parse(payload: Value) -> Result<Reading, Malformed> {
+    let Value::Object(obj) = payload else {
+        return Err(Malformed("not an object".into()));
+    };
+    check_shape(&obj)?;
+    let mut reading: Reading =
+        serde_json::from_value(Value::Object(obj)).map_err(|e| Malformed(e.to_string()))?;
+    reading.client_id = None;
+    reading.received_at = None;
+    reading.last_known_instances = None;
+    add_fault_causes(&mut reading);
+    Ok(reading)
 }
 
 /// Gives every FAULT instance `faultCauses` (the protocol's [`vrrp_protocol::FaultCause`]s:
@@ -115,71 +83,44 @@ pub fn normalise(payload: Value) -> Result<Map<String, Value>, Malformed> {
 /// `faultReason` (them in words, or that keepalived reports none), so the
 /// evaluator's incident reasons, the cluster list and the dashboard all say
 /// why from one rule. Server fields: whatever an agent put there is replaced.
-/// Only FAULT instances are parsed, so the common reading costs nothing more.
-fn add_fault_causes(reading: &mut Map<String, Value>) {
-    let groups: Vec<SyncGroup> = reading
-        .get("syncGroups")
-        .and_then(Value::as_array)
-        .map(|gs| {
-            gs.iter()
-                .filter_map(|g| serde_json::from_value(g.clone()).ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    let Some(Value::Array(instances)) = reading.get_mut("instances") else {
-        return;
-    };
+fn add_fault_causes(reading: &mut Reading) {
+    let Reading {
+        instances,
+        sync_groups,
+        ..
+    } = reading;
     for inst in instances.iter_mut() {
-        let Some(obj) = inst.as_object_mut() else {
-            continue;
-        };
-        obj.remove("faultCauses");
-        obj.remove("faultReason");
-        if obj.get("state").and_then(Value::as_str) != Some("FAULT") {
+        inst.fault_causes = None;
+        inst.fault_reason = None;
+        if inst.state != VrrpState::Fault {
             continue;
         }
-        // An instance of another shape still reads; it just has no cause to tell.
-        let causes = serde_json::from_value::<VrrpInstance>(Value::Object(obj.clone()))
-            .map(|i| i.fault_causes(&groups))
-            .unwrap_or_default();
-        let causes = serde_json::to_value(causes).unwrap_or_else(|_| Value::Array(Vec::new()));
-        obj.insert("faultReason".into(), Value::String(fault_reason(&causes)));
-        obj.insert("faultCauses".into(), causes);
+        let causes = inst.fault_causes(sync_groups);
+        let words = serde_json::to_value(&causes).unwrap_or_else(|_| Value::Array(Vec::new()));
+        inst.fault_reason = Some(fault_reason(&words));
+        inst.fault_causes = Some(causes);
     }
-}
-
-fn instances(reading: &Map<String, Value>) -> &[Value] {
-    reading
-        .get("instances")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// keepalived ran and could be read (running, no error).
-fn readable(reading: &Map<String, Value>) -> bool {
-    reading.get("running") == Some(&Value::Bool(true))
-        && reading.get("error").is_none_or(Value::is_null)
 }
 
 /// The last-known instances after `reading`: its own when it has any (counters
 /// left out); the previous ones while keepalived is stopped or unreadable; none
 /// when a running, readable keepalived reports none.
-pub fn next_last_known(reading: &Map<String, Value>, previous: Option<Value>) -> Option<Value> {
-    let current = instances(reading);
-    if !current.is_empty() {
-        let without_counters = current
+pub fn next_last_known(
+    reading: &Reading,
+    previous: Option<Vec<VrrpInstance>>,
+) -> Option<Vec<VrrpInstance>> {
+    if !reading.instances.is_empty() {
+        let without_counters = reading
+            .instances
             .iter()
-            .map(|i| {
-                let mut i = i.clone();
-                if let Some(o) = i.as_object_mut() {
-                    o.remove("stats");
-                }
-                i
+            .map(|i| VrrpInstance {
+                stats: None,
+                ..i.clone()
             })
             .collect();
-        return Some(Value::Array(without_counters));
+        return Some(without_counters);
     }
-    if readable(reading) {
+    if reading.readable() {
         None
     } else {
         previous
@@ -192,9 +133,9 @@ fn read_out(
     received_at: String,
     payload: &str,
     last_known: Option<String>,
-) -> Option<Value> {
+) -> Option<Reading> {
     let stored: Value = serde_json::from_str(payload).ok()?;
-    let reading = match normalise(stored) {
+    let reading = match parse(stored) {
         Ok(r) => r,
         Err(e) => {
             log::error!(
@@ -222,7 +163,7 @@ pub struct Latest {
 
 #[derive(Default)]
 struct Mirror {
-    by_client: HashMap<String, (u64, Arc<Value>)>,
+    by_client: HashMap<String, (u64, Arc<Reading>)>,
     deleted: HashSet<String>,
 }
 
@@ -233,10 +174,8 @@ impl Latest {
         {
             let mut inner = latest.inner.write();
             for reading in list(db)? {
-                if let Some(id) = reading.get("clientId").and_then(Value::as_str) {
-                    inner
-                        .by_client
-                        .insert(id.to_owned(), (0, Arc::new(reading)));
+                if let Some(id) = reading.client_id.clone() {
+                    inner.by_client.insert(id, (0, Arc::new(reading)));
                 }
             }
         }
@@ -244,7 +183,7 @@ impl Latest {
     }
 
     /// Every reading, ordered by client id.
-    pub fn list(&self) -> Vec<Arc<Value>> {
+    pub fn list(&self) -> Vec<Arc<Reading>> {
         let inner = self.inner.read();
         let mut ids: Vec<&String> = inner.by_client.keys().collect();
         ids.sort();
@@ -253,7 +192,7 @@ impl Latest {
             .collect()
     }
 
-    pub fn get(&self, client_id: &str) -> Option<Arc<Value>> {
+    pub fn get(&self, client_id: &str) -> Option<Arc<Reading>> {
         self.inner
             .read()
             .by_client
@@ -268,7 +207,7 @@ impl Latest {
         inner.deleted.insert(client_id.to_owned());
     }
 
-    /// Stores a normalised reading as the client's one reading; returns it as the
+    /// Stores a parsed reading as the client's one reading; returns it as the
     /// API shows it. `None` when the client no longer exists.
     ///
     /// Every reading of the fleet passes the one writer thread, so only what
@@ -278,15 +217,15 @@ impl Latest {
         &self,
         db: &Db,
         client_id: String,
-        reading: Map<String, Value>,
+        reading: Reading,
         received_at: String,
-    ) -> Result<Option<Arc<Value>>, DbError> {
+    ) -> Result<Option<Arc<Reading>>, DbError> {
         let sequence = self.sequence.clone();
         let payload = serde_json::to_string(&reading).unwrap_or_default();
         // Known without the stored row unless keepalived is down or unreadable.
         let last_known = match next_last_known(&reading, None) {
-            Some(own) => Known::Now(Some(own.to_string())),
-            None if readable(&reading) => Known::Now(None),
+            Some(own) => Known::Now(serde_json::to_string(&own).ok()),
+            None if reading.readable() => Known::Now(None),
             None => Known::Previous,
         };
         let row = (client_id.clone(), received_at.clone());
@@ -304,8 +243,8 @@ impl Latest {
 
     /// Takes a committed reading unless a later write or the client's deletion
     /// got there first.
-    fn put(&self, seq: u64, reading: Arc<Value>) {
-        let Some(id) = reading.get("clientId").and_then(Value::as_str) else {
+    fn put(&self, seq: u64, reading: Arc<Reading>) {
+        let Some(id) = reading.client_id.as_deref() else {
             return;
         };
         let mut inner = self.inner.write();
@@ -360,27 +299,25 @@ fn store_row(
     Ok(Some(last_known))
 }
 
-/// The API's KeepalivedState of a normalised reading and its last-known instances.
+/// The API's KeepalivedState of a parsed reading and its last-known instances:
+/// the server's fields set (they serialise first and last, as the API has them).
 fn api_value(
     client_id: String,
     received_at: String,
-    mut reading: Map<String, Value>,
+    mut reading: Reading,
     last_known: Option<String>,
-) -> Value {
-    if instances(&reading).is_empty() && !readable(&reading) {
-        if let Some(known) = last_known.and_then(|k| serde_json::from_str::<Value>(&k).ok()) {
-            reading.insert("lastKnownInstances".into(), known);
-        }
+) -> Reading {
+    if reading.instances.is_empty() && !reading.readable() {
+        reading.last_known_instances =
+            last_known.and_then(|k| serde_json::from_str::<Vec<VrrpInstance>>(&k).ok());
     }
-    let mut out = Map::new();
-    out.insert("clientId".into(), Value::String(client_id));
-    out.insert("receivedAt".into(), Value::String(received_at));
-    out.extend(reading);
-    Value::Object(out)
+    reading.client_id = Some(client_id);
+    reading.received_at = Some(received_at);
+    reading
 }
 
 /// Every stored reading, read out of the table (the mirror's start).
-fn list(db: &Db) -> Result<Vec<Value>, DbError> {
+fn list(db: &Db) -> Result<Vec<Reading>, DbError> {
     db.read(|c| {
         let mut stmt = c.prepare("SELECT client_id, received_at, payload, last_known_instances FROM keepalived_states ORDER BY client_id")?;
         let rows = stmt
@@ -396,17 +333,16 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn normalise_keeps_unknown_fields_and_fixes_states() {
-        let r = normalise(json!({
+    fn parse_keeps_unknown_fields_and_fixes_states() {
+        let r = parse(json!({
             "clientId": "forged", "collectedAt": "t", "running": true, "futureField": {"a": 1},
             "instances": [{"name": "VI_1", "state": "BECOMING_MASTER", "wantedState": 2, "vrid": 51, "newThing": true}],
             "syncGroups": [{"name": "SG", "state": "master", "instances": ["VI_1"]}]
         }))
         .unwrap();
-        assert!(
-            r.get("clientId").is_none(),
-            "server fields are the server's"
-        );
+        assert!(r.client_id.is_none(), "server fields are the server's");
+        let r = serde_json::to_value(&r).unwrap();
+        assert!(r.get("clientId").is_none());
         assert_eq!(r["futureField"], json!({"a": 1}));
         assert_eq!(r["instances"][0]["state"], "UNKNOWN");
         assert_eq!(r["instances"][0]["wantedState"], "MASTER");
@@ -418,7 +354,7 @@ mod tests {
 
     #[test]
     fn a_fault_instance_gets_its_causes_from_one_rule() {
-        let r = normalise(json!({
+        let r = parse(json!({
             "collectedAt": "t", "running": true,
             "instances": [
                 {"name": "VI_1", "state": "FAULT", "faultReason": "forged",
@@ -431,6 +367,7 @@ mod tests {
             "syncGroups": [{"name": "SG_1", "state": "FAULT", "instances": ["VI_1", "VI_2"]}]
         }))
         .unwrap();
+        let r = serde_json::to_value(&r).unwrap();
         let i = |n: usize| &r["instances"][n];
         assert_eq!(
             i(0)["faultCauses"],
@@ -458,29 +395,30 @@ mod tests {
             json!({"collectedAt": "t", "running": true, "instances": [{"state": "MASTER"}]}),
             json!({"collectedAt": "t", "running": true, "instances": [{"name": "x", "vips": "1.2.3.4"}]}),
         ] {
-            assert!(normalise(bad.clone()).is_err(), "{bad}");
+            assert!(parse(bad.clone()).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn last_known_instances_rules() {
-        let with = normalise(json!({"collectedAt": "t", "running": true, "instances": [{"name": "VI_1", "state": "MASTER", "stats": {"x": 1}}]})).unwrap();
+        let with = parse(json!({"collectedAt": "t", "running": true, "instances": [{"name": "VI_1", "state": "MASTER", "stats": {"x": 1}}]})).unwrap();
         let known = next_last_known(&with, None).unwrap();
-        assert_eq!(known[0]["name"], "VI_1");
-        assert!(known[0].get("stats").is_none(), "counters are left out");
-        let stopped = normalise(json!({"collectedAt": "t", "running": false})).unwrap();
+        assert_eq!(known[0].name, "VI_1");
+        assert!(known[0].stats.is_none(), "counters are left out");
+        let json = serde_json::to_value(&known).unwrap();
+        assert!(json[0].get("stats").is_none(), "counters are left out");
+        let stopped = parse(json!({"collectedAt": "t", "running": false})).unwrap();
         assert_eq!(
             next_last_known(&stopped, Some(known.clone())),
             Some(known.clone())
         );
         let unreadable =
-            normalise(json!({"collectedAt": "t", "running": true, "error": "no CAP_KILL"}))
-                .unwrap();
+            parse(json!({"collectedAt": "t", "running": true, "error": "no CAP_KILL"})).unwrap();
         assert_eq!(
             next_last_known(&unreadable, Some(known.clone())),
             Some(known.clone())
         );
-        let empty = normalise(json!({"collectedAt": "t", "running": true})).unwrap();
+        let empty = parse(json!({"collectedAt": "t", "running": true})).unwrap();
         assert_eq!(next_last_known(&empty, Some(known)), None);
     }
 
@@ -498,8 +436,8 @@ mod tests {
         db
     }
 
-    fn reading(collected: &str) -> Map<String, Value> {
-        normalise(json!({ "running": true, "collectedAt": collected })).unwrap()
+    fn reading(collected: &str) -> Reading {
+        parse(json!({ "running": true, "collectedAt": collected })).unwrap()
     }
 
     #[test]
@@ -512,8 +450,8 @@ mod tests {
             .store(&db, "c1".into(), reading("t1"), "r1".into())
             .unwrap()
             .unwrap();
-        assert_eq!(stored["collectedAt"], "t1");
-        assert_eq!(latest.get("c1").unwrap()["receivedAt"], "r1");
+        assert_eq!(stored.collected_at, "t1");
+        assert_eq!(latest.get("c1").unwrap().received_at.as_deref(), Some("r1"));
         assert!(latest
             .store(&db, "gone".into(), reading("t1"), "r1".into())
             .unwrap()
@@ -521,6 +459,47 @@ mod tests {
         assert_eq!(latest.list().len(), 1);
         let reloaded = Latest::load(&db).unwrap();
         assert_eq!(reloaded.get("c1"), latest.get("c1"));
+    }
+
+    #[test]
+    fn a_newer_agents_fields_survive_storage_the_mirror_and_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_client(dir.path(), "c1");
+        let latest = Latest::load(&db).unwrap();
+        let sent = json!({
+            "collectedAt": "t", "running": true, "pid": 7, "version": "2.3.1", "source": "data",
+            "error": null, "futureTop": {"a": [1, null]},
+            "instances": [{"name": "VI_1", "state": "MASTER", "vrid": 51, "vips": ["192.0.2.1/24"],
+                           "futureInstance": "x",
+                           "tracked": [{"kind": "script", "name": "chk", "ok": true, "futureItem": 2}]}],
+            "syncGroups": [{"name": "SG", "state": "MASTER", "instances": ["VI_1"], "futureGroup": true}]
+        });
+        let check = |r: &Reading| {
+            let v = serde_json::to_value(r).unwrap();
+            assert_eq!(v["futureTop"], json!({"a": [1, null]}));
+            assert_eq!(v["instances"][0]["futureInstance"], "x");
+            assert_eq!(v["instances"][0]["tracked"][0]["futureItem"], 2);
+            assert_eq!(v["syncGroups"][0]["futureGroup"], true);
+            assert_eq!(v["clientId"], "c1");
+        };
+        let stored = latest
+            .store(&db, "c1".into(), parse(sent).unwrap(), "r1".into())
+            .unwrap()
+            .unwrap();
+        check(&stored);
+        let payload: String = db
+            .read(|c| {
+                c.query_row("SELECT payload FROM keepalived_states", [], |r| r.get(0))
+                    .map_err(DbError::from)
+            })
+            .unwrap();
+        let payload: Value = serde_json::from_str(&payload).unwrap();
+        assert_eq!(payload["futureTop"], json!({"a": [1, null]}));
+        assert!(
+            payload.get("clientId").is_none(),
+            "the row holds the agent's reading"
+        );
+        check(&Latest::load(&db).unwrap().get("c1").unwrap());
     }
 
     #[test]
@@ -534,9 +513,13 @@ mod tests {
         // A write that committed earlier but reaches the mirror late.
         latest.put(
             0,
-            Arc::new(json!({ "clientId": "c1", "collectedAt": "t1" })),
+            Arc::new(Reading {
+                client_id: Some("c1".into()),
+                collected_at: "t1".into(),
+                ..Default::default()
+            }),
         );
-        assert_eq!(latest.get("c1").unwrap()["collectedAt"], "t2");
+        assert_eq!(latest.get("c1").unwrap().collected_at, "t2");
         latest.forget("c1");
         latest
             .store(&db, "c1".into(), reading("t3"), "r3".into())

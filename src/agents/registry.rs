@@ -4,6 +4,7 @@ use crate::live::{Outbox, ToSocket};
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use vrrp_protocol::{close, Refusal};
 
 struct Connection {
     id: u64,
@@ -17,8 +18,8 @@ pub struct AgentRegistry {
     next_id: AtomicU64,
 }
 
-pub const REPLACED: (u16, &str) = (4000, "Replaced by new connection");
-pub const DELETED: (u16, &str) = (4000, "Client deleted");
+pub const REPLACED: Refusal = Refusal::new(close::SESSION_ENDED, "Replaced by new connection");
+pub const DELETED: Refusal = Refusal::new(close::SESSION_ENDED, "Client deleted");
 
 impl AgentRegistry {
     /// Makes a newly authenticated connection the client's current one; an older
@@ -39,7 +40,9 @@ impl AgentRegistry {
             },
         );
         if let Some(old) = old {
-            let _ = old.outbox.send(ToSocket::Close(REPLACED.0, REPLACED.1));
+            let _ = old
+                .outbox
+                .send(ToSocket::Close(REPLACED.code, REPLACED.reason));
         }
         id
     }
@@ -78,18 +81,18 @@ impl AgentRegistry {
     }
 
     /// Closes a client's connection (client deleted) and forgets it.
-    pub fn close(&self, client_id: &str, code: u16, reason: &'static str) {
+    pub fn close(&self, client_id: &str, refusal: Refusal) {
         if let Some(c) = self.current.lock().remove(client_id) {
-            let _ = c.outbox.send(ToSocket::Close(code, reason));
+            let _ = c.outbox.send(ToSocket::Close(refusal.code, refusal.reason));
         }
     }
 
     /// Closes every connection (a stop: 1001) and forgets them, as `close`
     /// does: their ends record no disconnect and change no cluster, since the
     /// server, not the agents, is going away.
-    pub fn close_all(&self, code: u16, reason: &'static str) {
+    pub fn close_all(&self, refusal: Refusal) {
         for (_, c) in self.current.lock().drain() {
-            let _ = c.outbox.send(ToSocket::Close(code, reason));
+            let _ = c.outbox.send(ToSocket::Close(refusal.code, refusal.reason));
         }
     }
 

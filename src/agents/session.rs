@@ -8,7 +8,7 @@
 
 use super::clients::{self, ClientRecord, Mode};
 use super::feed::ClientsChanged;
-use super::readings::{self, Latest};
+use super::readings::{self, Latest, Reading};
 use super::AgentRegistry;
 use crate::activity::{self, ActivitySink, Event, Incoming};
 use crate::clock::{iso, SharedClock};
@@ -20,13 +20,14 @@ use ipnet::{IpNet, Ipv4Net};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 use std::sync::Arc;
-use vrrp_protocol::ActivityLevel;
+pub use vrrp_protocol::Refusal;
+use vrrp_protocol::{close, kind, ActivityLevel};
 
 /// Who hears of a client's stored readings and connection changes: the cluster
 /// evaluator. A trait so that the agents domain does not depend on clusters.
 pub trait AgentObserver: Send + Sync {
     /// A reading was stored (as the API shows it). Must not block.
-    fn reading_stored(&self, client_id: &str, reading: Arc<Value>);
+    fn reading_stored(&self, client_id: &str, reading: Arc<Reading>);
     /// The client connected or disconnected. Must not block.
     fn connection_changed(&self, client_id: &str);
 }
@@ -45,9 +46,6 @@ pub struct SessionHandles {
     pub evaluator: Arc<dyn AgentObserver>,
 }
 
-/// A refused connection: its close code and reason.
-pub type Refusal = (u16, &'static str);
-
 /// Stages 1 to 5: both halves of the identity, the address checks.
 pub fn check_credentials(
     db: &Db,
@@ -57,14 +55,17 @@ pub fn check_credentials(
     source: IpAddr,
 ) -> Result<ClientRecord, Refusal> {
     let (Some(id), Some(token)) = (client_id, token) else {
-        return Err((4001, "Authentication required"));
+        return Err(Refusal::new(
+            close::AUTH_REQUIRED,
+            "Authentication required",
+        ));
     };
     let client = match clients::find_by_credentials(db, id, &sha256_hex(token)) {
         Ok(Some(c)) => c,
-        Ok(None) => return Err((4003, "Invalid credentials")),
+        Ok(None) => return Err(Refusal::new(close::FORBIDDEN, "Invalid credentials")),
         Err(e) => {
             log::error!("{e}");
-            return Err((1011, "Internal error"));
+            return Err(Refusal::new(close::INTERNAL_ERROR, "Internal error"));
         }
     };
     let in_allowed = match source {
@@ -72,14 +73,14 @@ pub fn check_credentials(
         IpAddr::V6(_) => false,
     };
     if !allowed_networks.is_empty() && !in_allowed {
-        return Err((4003, "Access denied"));
+        return Err(Refusal::new(close::FORBIDDEN, "Access denied"));
     }
     if client.mode == Mode::Outbound {
-        return Err((4003, "Access denied"));
+        return Err(Refusal::new(close::FORBIDDEN, "Access denied"));
     }
     if let Some(rule) = client.inbound_allowed_ip.as_deref() {
         if !address_matches(rule, source) {
-            return Err((4003, "IP address mismatch"));
+            return Err(Refusal::new(close::FORBIDDEN, "IP address mismatch"));
         }
     }
     Ok(client)
@@ -179,11 +180,11 @@ pub fn announce_connected(
     )]);
 }
 
-/// KEEPALIVED_UPDATE: normalised, stored (unless older than what is stored),
+/// KEEPALIVED_UPDATE: parsed into the typed reading (once, here), stored (unless older than what is stored),
 /// told to the evaluator, then broadcast. A malformed reading is logged and
 /// dropped; what is stored stays.
 pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
-    let reading = match readings::normalise(payload) {
+    let reading = match readings::parse(payload) {
         Ok(r) => r,
         Err(e) => {
             log::warn!(
@@ -204,7 +205,7 @@ pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
             // for the cluster list then finds the reading in it.
             h.evaluator.reading_stored(&client.id, stored.clone());
             h.hub
-                .broadcast(envelope_of("KEEPALIVED_STATE_UPDATE", &stored));
+                .broadcast(envelope_of(kind::KEEPALIVED_STATE_UPDATE, &*stored));
         }
         Ok(None) => {}
         Err(e) => e.log_write_failure(format_args!("Cannot store the reading of {}", client.id)),

@@ -10,6 +10,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::str::FromStr;
+use vrrp_protocol::{Reading, VrrpInstance};
 
 /// One client as grouping sees it.
 #[derive(Debug, Clone)]
@@ -23,7 +24,7 @@ pub struct HostView {
     /// The last reading came from a running, readable keepalived.
     pub readable: bool,
     /// The last reading's instances when readable, else the last-known ones.
-    pub instances: Vec<Value>,
+    pub instances: Vec<VrrpInstance>,
     pub read_at: Option<String>,
 }
 
@@ -33,14 +34,14 @@ impl HostView {
     /// the last-known ones.
     pub fn new(
         client: &crate::agents::clients::ClientRecord,
-        reading: &Value,
+        reading: &Reading,
         online: bool,
     ) -> HostView {
-        let readable = reading["running"] == true && reading["error"].is_null();
-        let source = if readable {
-            "instances"
+        let readable = reading.readable();
+        let instances = if readable {
+            reading.instances.clone()
         } else {
-            "lastKnownInstances"
+            reading.last_known_instances.clone().unwrap_or_default()
         };
         HostView {
             client_id: client.id.clone(),
@@ -48,15 +49,8 @@ impl HostView {
             host: client.name().to_owned(),
             online,
             readable,
-            instances: reading
-                .get(source)
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
-            read_at: reading
-                .get("receivedAt")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            instances,
+            read_at: reading.received_at.clone(),
         }
     }
 }
@@ -72,7 +66,7 @@ pub struct Member {
     /// keepalived on the host reports the instance now (false while the agent is
     /// offline: nothing is known of now).
     pub reporting: bool,
-    pub instance: Value,
+    pub instance: VrrpInstance,
     #[serde(skip)]
     pub read_at: Option<String>,
 }
@@ -83,10 +77,7 @@ impl Member {
     }
 
     pub fn state(&self) -> &str {
-        self.instance
-            .get("state")
-            .and_then(Value::as_str)
-            .unwrap_or("UNKNOWN")
+        self.instance.state.as_str()
     }
 
     fn vips(&self) -> BTreeSet<String> {
@@ -172,15 +163,8 @@ pub fn dashboard_health(members: &[Member]) -> Health {
 }
 
 /// The virtual addresses of an instance, as written.
-pub fn vips_of(instance: &Value) -> Vec<String> {
-    instance
-        .get("vips")
-        .and_then(Value::as_array)
-        .map_or_else(Vec::new, |a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect()
-        })
+pub fn vips_of(instance: &VrrpInstance) -> Vec<String> {
+    instance.vips.clone()
 }
 
 /// The network an address belongs to: with a prefix, its network; without, the
@@ -235,7 +219,7 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
     let mut entries = Vec::new();
     for h in hosts {
         for inst in &h.instances {
-            let Some(vrid) = inst.get("vrid").and_then(Value::as_u64) else {
+            let Some(vrid) = inst.vrid.map(u64::from) else {
                 continue;
             };
             let networks: Vec<IpNet> = vips_of(inst).iter().filter_map(|v| network_of(v)).collect();
@@ -252,11 +236,7 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
                 site: h.site.clone().unwrap_or_default(),
                 vrid,
                 networks,
-                name: inst
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
+                name: inst.name.clone(),
             });
         }
     }
@@ -359,7 +339,7 @@ pub fn signature(host: &HostView) -> String {
                 .map(|n| n.to_string())
                 .collect();
             nets.sort();
-            format!("{}|{}|{}", i["vrid"], i["name"], nets.join(","))
+            format!("{:?}|{:?}|{}", i.vrid, i.name, nets.join(","))
         })
         .collect();
     parts.sort();
@@ -382,11 +362,10 @@ pub fn patch(cluster: &mut Cluster, host: &HostView) {
 
 /// One member from its host's fresh view; the cluster needs [`rejudge`] after.
 pub fn patch_member(member: &mut Member, host: &HostView) {
-    let name = member.instance.get("name").cloned();
     if let Some(inst) = host
         .instances
         .iter()
-        .find(|i| i.get("name") == name.as_ref())
+        .find(|i| i.name == member.instance.name)
     {
         member.instance = inst.clone();
     }

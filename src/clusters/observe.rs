@@ -294,9 +294,9 @@ pub fn observe(cluster: &Cluster) -> Observed {
                 host: m.host.clone(),
                 causes: m
                     .instance
-                    .get("faultCauses")
-                    .filter(|c| c.is_array())
-                    .cloned()
+                    .fault_causes
+                    .as_ref()
+                    .and_then(|c| serde_json::to_value(c).ok())
                     .unwrap_or_else(|| json!([])),
             });
         }
@@ -362,7 +362,7 @@ mod tests {
                 host: (*h).to_owned(),
                 online: *online,
                 readable: *reporting,
-                instances: vec![json!({ "name": "VI_1", "vrid": 51, "state": state, "vips": if vips.is_empty() { json!(["192.0.2.100"]) } else { json!(vips) } })],
+                instances: vec![serde_json::from_value(json!({ "name": "VI_1", "vrid": 51, "state": state, "vips": if vips.is_empty() { json!(["192.0.2.100"]) } else { json!(vips) } })).expect("an instance")],
                 read_at: None,
             })
             .collect();

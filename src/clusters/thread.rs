@@ -13,7 +13,7 @@
 
 use crate::activity::ActivitySink;
 use crate::agents::clients::{self, ClientRecord};
-use crate::agents::readings::Latest;
+use crate::agents::readings::{Latest, Reading};
 use crate::agents::session::AgentObserver;
 use crate::agents::AgentRegistry;
 use crate::clock::iso;
@@ -97,7 +97,7 @@ impl EvalSender {
 }
 
 impl AgentObserver for EvalSender {
-    fn reading_stored(&self, client_id: &str, reading: Arc<Value>) {
+    fn reading_stored(&self, client_id: &str, reading: Arc<Reading>) {
         self.tell(EvalMsg::Reading(client_id.to_owned(), reading));
     }
 
@@ -110,7 +110,7 @@ impl AgentObserver for EvalSender {
 #[derive(Debug, Clone)]
 pub enum EvalMsg {
     /// A reading was stored (as the API shows it).
-    Reading(String, Arc<Value>),
+    Reading(String, Arc<Reading>),
     /// An agent connected or disconnected.
     Connection(String),
     /// A client's record changed (site, name).
@@ -141,7 +141,7 @@ pub struct Handles {
 struct Runner {
     handles: Handles,
     records: HashMap<String, ClientRecord>,
-    readings: HashMap<String, Arc<Value>>,
+    readings: HashMap<String, Arc<Reading>>,
     evaluator: Evaluator,
     /// Clients with a stored reading not yet reconnected since the start.
     awaiting: Option<(DateTime<Utc>, HashSet<String>)>,
@@ -214,11 +214,11 @@ impl Runner {
             .into_iter()
             .map(|c| (c.id.clone(), c))
             .collect();
-        let readings: HashMap<String, Arc<Value>> = handles
+        let readings: HashMap<String, Arc<Reading>> = handles
             .readings
             .list()
             .into_iter()
-            .filter_map(|r| Some((r.get("clientId")?.as_str()?.to_owned(), r)))
+            .filter_map(|r| Some((r.client_id.clone()?, r)))
             .collect();
         let states: Vec<(String, String)> = handles.db.read(|c| {
             let mut stmt = c.prepare("SELECT key, state FROM cluster_states")?;
@@ -563,7 +563,10 @@ impl Runner {
         for id in &outcome.requests {
             handles.agents.send(
                 id,
-                ToSocket::Text(envelope("REQUEST_STATE_UPDATE", json!({}))),
+                ToSocket::Text(envelope(
+                    vrrp_protocol::kind::REQUEST_STATE_UPDATE,
+                    json!({}),
+                )),
             );
         }
         // Events that could not be stored are offered again with the next

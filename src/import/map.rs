@@ -263,12 +263,12 @@ pub struct Reading {
 /// (client_id, status, received_at, last_instances)
 pub type KasmReading = (String, String, String, Option<String>);
 
-/// A client's last reading, checked as an agent's would be (`readings::normalise`).
+/// A client's last reading, checked as an agent's would be (`readings::parse`).
 pub fn reading(row: KasmReading) -> Result<Reading, Skip> {
     let (client_id, status, received_at, last) = row;
     let parsed: Value =
         serde_json::from_str(&status).map_err(|_| skip("reading", &client_id, "it is not JSON"))?;
-    let normalised = readings::normalise(parsed).map_err(|e| {
+    let normalised = readings::parse(parsed).map_err(|e| {
         skip(
             "reading",
             &client_id,
@@ -288,10 +288,12 @@ pub fn reading(row: KasmReading) -> Result<Reading, Skip> {
         },
         None => None,
     };
+    let payload = serde_json::to_string(&normalised)
+        .map_err(|e| skip("reading", &client_id, e.to_string()))?;
     Ok(Reading {
         client_id,
         received_at,
-        payload: Value::Object(normalised).to_string(),
+        payload,
         last_known_instances,
     })
 }

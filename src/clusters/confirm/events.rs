@@ -34,25 +34,15 @@ pub(super) fn event(
     if let Some(m) = subject_member {
         let mut subject = Map::new();
         subject.insert("instanceName".into(), json!(instance_name(m)));
-        subject.insert(
-            "vrid".into(),
-            m.instance.get("vrid").cloned().unwrap_or(Value::Null),
-        );
-        subject.insert(
-            "interface".into(),
-            m.instance.get("interface").cloned().unwrap_or(Value::Null),
-        );
+        subject.insert("vrid".into(), json!(m.instance.vrid));
+        subject.insert("interface".into(), json!(m.instance.interface));
         e.subject = subject;
     }
     e
 }
 
 pub(super) fn instance_name(m: &Member) -> String {
-    m.instance
-        .get("name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned()
+    m.instance.name.clone()
 }
 
 /// `data.cluster`: the same in every event of a change.
@@ -75,14 +65,14 @@ pub fn cluster_data(cluster: &Cluster) -> Value {
             "clientId": m.client_id,
             "instanceName": instance_name(m),
             "state": m.state(),
-            "priority": m.instance.get("priority").cloned().unwrap_or(Value::Null),
-            "effectivePriority": m.instance.get("effectivePriority").cloned().unwrap_or(Value::Null),
+            "priority": m.instance.priority,
+            "effectivePriority": m.instance.effective_priority,
             "online": m.online,
             "reporting": m.reporting,
             "readAt": m.read_at,
-            "vips": m.instance.get("vips").cloned().unwrap_or(json!([])),
+            "vips": m.instance.vips,
             // Issue 33: why a member is in FAULT, in words (null otherwise).
-            "faultReason": m.instance.get("faultReason").cloned().unwrap_or(Value::Null),
+            "faultReason": m.instance.fault_reason,
         })).collect::<Vec<_>>(),
     })
 }
@@ -113,7 +103,7 @@ pub(super) fn confirm(
                 if was_other {
                     // For a new master, keepalived's own last transition.
                     let at = m
-                        .and_then(|m| m.instance.get("lastTransition").and_then(Value::as_str))
+                        .and_then(|m| m.instance.last_transition.as_deref())
                         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
                         .map_or(pending.first_seen, |t| t.with_timezone(&Utc));
                     events.push(event(

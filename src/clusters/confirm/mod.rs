@@ -152,7 +152,7 @@ pub fn master_down_interval(cluster: &Cluster) -> Duration {
     let advert = cluster
         .members
         .iter()
-        .filter_map(|m| m.instance.get("advertInterval").and_then(Value::as_f64))
+        .filter_map(|m| m.instance.advert_interval)
         .filter(|a| a.is_finite() && *a > 0.0)
         .fold(None, |longest: Option<f64>, a| {
             Some(longest.map_or(a, |l| l.max(a)))

@@ -7,6 +7,11 @@ use crate::clusters::{group, HostView};
 use chrono::TimeZone;
 use vrrp_protocol::ActivityLevel;
 
+/// An instance as an agent would send it (the tests write it as JSON).
+fn inst(v: serde_json::Value) -> vrrp_protocol::VrrpInstance {
+    serde_json::from_value(v).expect("an instance")
+}
+
 struct Host {
     online: bool,
     reporting: bool,
@@ -60,8 +65,8 @@ impl Sim {
                 host: h.to_string(),
                 online: s.online,
                 readable: s.reporting,
-                instances: vec![json!({ "name": "VI_1", "vrid": 51, "state": s.state, "vips": s.vips, "advertInterval": 1,
-                                       "priority": 100, "lastTransition": iso(s.transition), "interface": "eth0" })],
+                instances: vec![inst(json!({ "name": "VI_1", "vrid": 51, "state": s.state, "vips": s.vips, "advertInterval": 1,
+                                       "priority": 100, "lastTransition": iso(s.transition), "interface": "eth0" }))],
                 read_at: Some(iso(s.read_at)),
             })
             .collect();
@@ -378,8 +383,8 @@ fn the_master_down_interval_follows_the_longest_advert_int() {
                 host: format!("h{i}"),
                 online: true,
                 readable: true,
-                instances: vec![json!({ "name": "VI_1", "vrid": 51, "state": "BACKUP",
-                                       "vips": ["192.0.2.100/24"], "advertInterval": a })],
+                instances: vec![inst(json!({ "name": "VI_1", "vrid": 51, "state": "BACKUP",
+                                       "vips": ["192.0.2.100/24"], "advertInterval": a }))],
                 read_at: None,
             })
             .collect();
@@ -742,8 +747,8 @@ fn an_agent_owing_readings_to_two_clusters_is_asked_once() {
         online: true,
         readable: true,
         instances: vec![
-            json!({ "name": "VI_1", "vrid": 51, "state": s1, "vips": ["192.0.2.100/24"] }),
-            json!({ "name": "VI_2", "vrid": 52, "state": s2, "vips": ["198.51.100.100/24"] }),
+            inst(json!({ "name": "VI_1", "vrid": 51, "state": s1, "vips": ["192.0.2.100/24"] })),
+            inst(json!({ "name": "VI_2", "vrid": 52, "state": s2, "vips": ["198.51.100.100/24"] })),
         ],
         read_at: Some(iso(t0)),
     };

@@ -3,8 +3,9 @@
 use super::*;
 use serde_json::json;
 
-fn inst(name: &str, vrid: u64, state: &str, vips: &[&str]) -> Value {
-    json!({ "name": name, "vrid": vrid, "state": state, "vips": vips })
+fn inst(name: &str, vrid: u64, state: &str, vips: &[&str]) -> VrrpInstance {
+    serde_json::from_value(json!({ "name": name, "vrid": vrid, "state": state, "vips": vips }))
+        .expect("an instance")
 }
 
 fn host(
@@ -12,7 +13,7 @@ fn host(
     site: Option<&str>,
     online: bool,
     readable: bool,
-    instances: Vec<Value>,
+    instances: Vec<VrrpInstance>,
 ) -> HostView {
     HostView {
         client_id: id.into(),

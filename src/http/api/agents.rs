@@ -13,7 +13,7 @@ use crate::http::response::{ApiError, ApiResult, Resp};
 use crate::http::sessions::outbound::RegisterError;
 use crate::http::App;
 use crate::live::{envelope, ToSocket};
-use serde_json::{json, Value};
+use serde_json::json;
 use vrrp_protocol::ActivityLevel;
 
 impl From<RegistrationError> for ApiError {
@@ -259,11 +259,7 @@ pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) ->
     let id = last(path, 0).to_owned();
     clients::delete(&app.db, id.clone())?;
     app.outbound.remove(&id);
-    app.agents.close(
-        &id,
-        crate::agents::registry::DELETED.0,
-        crate::agents::registry::DELETED.1,
-    );
+    app.agents.close(&id, crate::agents::registry::DELETED);
     log::info!("Client {id} deleted by \"{}\"", session.username);
     app.broadcast_clients();
     app.readings.forget(&id);
@@ -275,7 +271,7 @@ pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) ->
 
 pub fn list_states(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     let list = app.readings.list();
-    let list: Vec<&Value> = list.iter().map(|r| &**r).collect();
+    let list: Vec<&vrrp_protocol::Reading> = list.iter().map(|r| &**r).collect();
     Ok(Resp::ok(&list))
 }
 
@@ -297,7 +293,10 @@ pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiR
     }
     if !app.agents.send(
         id,
-        ToSocket::Text(envelope("REQUEST_STATE_UPDATE", json!({}))),
+        ToSocket::Text(envelope(
+            vrrp_protocol::kind::REQUEST_STATE_UPDATE,
+            json!({}),
+        )),
     ) {
         return Err(ApiError::new(409, "Client is offline"));
     }

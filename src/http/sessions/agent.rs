@@ -17,6 +17,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::json;
 use std::net::IpAddr;
 use std::sync::Arc;
+use vrrp_protocol::{close, kind};
 
 /// The agent must send AUTH within this long.
 pub const AUTH_WINDOW_SECS: i64 = 5;
@@ -62,7 +63,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         Ok(q) => q,
         Err(e) => {
             log::error!("Cannot create a queue for the agent socket of {peer}: {e}");
-            return socket.close(1011, "Internal error");
+            return socket.close(close::INTERNAL_ERROR, "Internal error");
         }
     };
     let source = canonical_ip(peer.ip());
@@ -75,9 +76,9 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     );
     let client = match checked {
         Ok(client) => client,
-        Err((code, reason)) => {
-            log::info!("Refused an agent connection from {source}: {code} {reason}");
-            return socket.close(code, reason);
+        Err(refusal) => {
+            log::info!("Refused an agent connection from {source}: {refusal}");
+            return socket.close(refusal.code, refusal.reason);
         }
     };
     // The session thread holds the parts it uses, not the whole App.
@@ -192,7 +193,7 @@ impl Session for AgentSocket {
                     "Agent {} sent no AUTH within {AUTH_WINDOW_SECS} s",
                     client.id
                 );
-                Flow::Close(4001, "Authentication timed out")
+                Flow::Close(close::AUTH_REQUIRED, "Authentication timed out")
             }
             _ => Flow::Continue,
         }
@@ -209,12 +210,12 @@ impl Session for AgentSocket {
 impl AgentSocket {
     /// Stage 6: the first message must be AUTH with a payload that parses.
     fn first_message(&mut self, socket: &mut WsSocket, client: ClientRecord, text: &str) -> Flow {
-        let Some((_, payload)) = session::message(text).filter(|(k, _)| k == "AUTH") else {
-            let _ = socket.send_text(&envelope("AUTH_FAILURE", json!({})));
-            return Flow::Close(4003, "Forbidden");
+        let Some((_, payload)) = session::message(text).filter(|(k, _)| k == kind::AUTH) else {
+            let _ = socket.send_text(&envelope(kind::AUTH_FAILURE, json!({})));
+            return Flow::Close(close::FORBIDDEN, "Forbidden");
         };
         let Some(auth) = session::parse_auth(&payload) else {
-            return Flow::Close(4000, "Invalid payload");
+            return Flow::Close(close::SESSION_ENDED, "Invalid payload");
         };
         self.accept_auth(socket, client, auth)
     }
@@ -238,7 +239,7 @@ impl AgentSocket {
         ));
         if socket
             .send_text(&envelope(
-                "AUTH_SUCCESS",
+                kind::AUTH_SUCCESS,
                 json!({ "clientId": client.id, "lastSyncTime": null }),
             ))
             .is_err()
@@ -259,21 +260,21 @@ impl AgentSocket {
     }
 
     fn after_auth(&mut self, socket: &mut WsSocket, client: &ClientRecord, text: &str) -> Flow {
-        let Some((kind, payload)) = session::message(text) else {
+        let Some((message, payload)) = session::message(text) else {
             log::debug!(
                 "Agent {} sent a frame that is not a message; dropped",
                 client.id
             );
             return Flow::Continue;
         };
-        match kind.as_str() {
-            "KEEPALIVED_UPDATE" => session::reading(&self.handles, client, payload),
-            "ACTIVITY" => {
+        match message.as_str() {
+            kind::KEEPALIVED_UPDATE => session::reading(&self.handles, client, payload),
+            kind::ACTIVITY => {
                 let Some(ack) = session::activity(&self.handles, client, &payload) else {
                     return Flow::Continue;
                 };
                 if socket
-                    .send_text(&envelope("ACTIVITY_ACK", json!({ "ids": ack })))
+                    .send_text(&envelope(kind::ACTIVITY_ACK, json!({ "ids": ack })))
                     .is_err()
                 {
                     return Flow::End;

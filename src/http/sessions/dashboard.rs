@@ -18,6 +18,7 @@ use crate::http::transport::ws::{self, Flow, Session, WsSocket};
 use crate::http::App;
 use crate::live::{self, envelope, envelope_of, hub, ToSocket};
 use std::sync::Arc;
+use vrrp_protocol::kind;
 
 /// Takes over an upgrade request: the handshake and the session check run on the
 /// HTTP worker; an authenticated socket gets its own `ws-dash` thread.
@@ -129,10 +130,10 @@ fn send_snapshot(
         log::error!("{e}");
         SnapshotFailed::Unreadable
     })?;
-    socket.send_text_waiting(&envelope("CLIENTS_UPDATE", clients), &app.clock)?;
+    socket.send_text_waiting(&envelope(kind::CLIENTS_UPDATE, clients), &app.clock)?;
     for reading in app.readings.list() {
         socket.send_text_waiting(
-            &envelope_of("KEEPALIVED_STATE_UPDATE", &reading),
+            &envelope_of(kind::KEEPALIVED_STATE_UPDATE, &*reading),
             &app.clock,
         )?;
     }

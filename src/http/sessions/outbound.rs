@@ -38,12 +38,12 @@ use std::time::{Duration, Instant};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::handshake::HandshakeError;
 use tungstenite::{Message, WebSocket};
-use vrrp_protocol::ActivityLevel;
+use vrrp_protocol::{close, kind, ActivityLevel, Refusal};
 
 /// Longest wait of a dial thread between looks at the clock and its orders.
 const WAIT_STEP: Duration = Duration::from_millis(100);
 /// Code and reason the server closes with when it redials on purpose.
-const REDIAL: (u16, &str) = (1000, "Reconnecting");
+const REDIAL: Refusal = Refusal::new(close::NORMAL, "Reconnecting");
 
 /// What the dial threads share.
 #[derive(Clone)]
@@ -148,7 +148,7 @@ impl Dialer {
         };
         let _ = control.orders.send(Order::DialNow);
         if let Some(outbox) = control.current.lock().as_ref() {
-            let _ = outbox.send(ToSocket::Close(REDIAL.0, REDIAL.1));
+            let _ = outbox.send(ToSocket::Close(REDIAL.code, REDIAL.reason));
         }
         true
     }
@@ -158,8 +158,8 @@ impl Dialer {
         if let Some(control) = self.controls.lock().remove(id) {
             let _ = control.orders.send(Order::Stop);
             if let Some(outbox) = control.current.lock().as_ref() {
-                let (code, reason) = crate::agents::registry::DELETED;
-                let _ = outbox.send(ToSocket::Close(code, reason));
+                let deleted = crate::agents::registry::DELETED;
+                let _ = outbox.send(ToSocket::Close(deleted.code, deleted.reason));
             }
         }
     }
@@ -483,7 +483,7 @@ fn register_at(
         Err(e) => return RegistrationEnd::Failed(e),
     };
     let request = envelope(
-        "REGISTRATION_REQUEST",
+        kind::REGISTRATION_REQUEST,
         json!({ "secret": secret, "clientId": id, "authToken": token }),
     );
     if let Err(e) = socket.send(Message::text(&*request)) {
@@ -498,12 +498,12 @@ fn register_at(
         }
         match socket.read() {
             Ok(Message::Text(text)) => match session::message(&text) {
-                Some((kind, payload)) if kind == "REGISTRATION_SUCCESS" => {
+                Some((message, payload)) if message == kind::REGISTRATION_SUCCESS => {
                     break RegistrationEnd::Registered {
                         hostname: payload["hostname"].as_str().map(str::to_owned),
                     }
                 }
-                Some((kind, payload)) if kind == "REGISTRATION_FAILURE" => {
+                Some((message, payload)) if message == kind::REGISTRATION_FAILURE => {
                     break RegistrationEnd::Refused(
                         payload["error"].as_str().unwrap_or_default().to_owned(),
                     )
@@ -546,8 +546,10 @@ fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String
             None | Some(ws::Received::Pong) => {}
             Some(ws::Received::Text(text)) => {
                 return match session::message(&text) {
-                    Some((kind, payload)) if kind == "AUTH" => session::parse_auth(&payload)
-                        .ok_or_else(|| "the agent's AUTH does not parse".to_owned()),
+                    Some((message, payload)) if message == kind::AUTH => {
+                        session::parse_auth(&payload)
+                            .ok_or_else(|| "the agent's AUTH does not parse".to_owned())
+                    }
                     _ => Err("the agent's first message was not AUTH".into()),
                 };
             }
