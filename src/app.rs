@@ -150,7 +150,7 @@ pub fn run(
     shutdown: Shutdown,
 ) -> Result<(), FatalError> {
     let db_path = config.data_dir.join(DB_FILE);
-    let (db, _writer) = Db::open(&db_path, &iso(clock.now()))
+    let (db, _writer) = Db::open(&db_path, &iso(clock.utc()))
         .map_err(|e| FatalError(format!("Database {}: {e}", db_path.display())))?;
 
     let db = Arc::new(db);
@@ -328,7 +328,7 @@ fn shared_state(
         config.webhooks.allowed_networks.clone(),
     ));
     // Issue 36: of a pair, only the server holding `ha.vip` sends webhooks.
-    let role = Arc::new(ha::Role::new(&config.ha, clock.now()));
+    let role = Arc::new(ha::Role::new(&config.ha, clock.utc()));
     let webhooks = Arc::new(ha::Gate::new(
         webhooks,
         role.clone(),
@@ -521,7 +521,7 @@ fn bootstrap_admin(
         db,
         &config.admin_username,
         config.admin_password.as_deref(),
-        iso(clock.now()),
+        iso(clock.utc()),
     )
     .map_err(|e| FatalError(format!("Cannot create the first-run administrator: {e:?}")))?;
     match result {

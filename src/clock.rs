@@ -7,38 +7,39 @@
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use parking_lot::Mutex;
 use std::sync::Arc;
+use std::time::Instant;
 
-/// A source of wall-clock time.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> DateTime<Utc>;
-
-    /// Whether time moves only when a test moves it: then a thread waiting for
-    /// a deadline must look at the clock often, since nothing wakes it when the
-    /// test jumps ahead.
-    fn is_driven(&self) -> bool {
-        false
-    }
-}
+/// The one clock trait of both binaries (`now` monotonic, `utc` wall time).
+pub use vrrp_protocol::Clock;
 
 /// The real clock.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
-    fn now(&self) -> DateTime<Utc> {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn utc(&self) -> DateTime<Utc> {
         Utc::now()
     }
 }
 
-/// A clock that only moves when a test moves it.
+/// A clock that only moves when a test moves it. Its monotonic time moves with
+/// its wall time (and stays put when a test sets the wall time back).
 #[derive(Debug, Clone)]
 pub struct ManualClock {
+    start: DateTime<Utc>,
+    base: Instant,
     now: Arc<Mutex<DateTime<Utc>>>,
 }
 
 impl ManualClock {
     pub fn new(start: DateTime<Utc>) -> Self {
         ManualClock {
+            start,
+            base: Instant::now(),
             now: Arc::new(Mutex::new(start)),
         }
     }
@@ -53,7 +54,12 @@ impl ManualClock {
 }
 
 impl Clock for ManualClock {
-    fn now(&self) -> DateTime<Utc> {
+    fn now(&self) -> Instant {
+        let moved = (*self.now.lock() - self.start).to_std().unwrap_or_default();
+        self.base + moved
+    }
+
+    fn utc(&self) -> DateTime<Utc> {
         *self.now.lock()
     }
 
@@ -84,9 +90,11 @@ mod tests {
     fn manual_clock_moves_only_when_told() {
         let start = Utc.with_ymd_and_hms(2026, 11, 21, 8, 46, 0).unwrap();
         let clock = ManualClock::new(start);
-        assert_eq!(clock.now(), start);
+        let at_start = clock.now();
+        assert_eq!(clock.utc(), start);
         clock.advance(Duration::seconds(90));
-        assert_eq!(iso(clock.now()), "2026-11-21T08:47:30.000Z");
-        assert_eq!(sql_timestamp(clock.now()), "2026-11-21 08:47:30");
+        assert_eq!(iso(clock.utc()), "2026-11-21T08:47:30.000Z");
+        assert_eq!(sql_timestamp(clock.utc()), "2026-11-21 08:47:30");
+        assert_eq!(clock.now() - at_start, std::time::Duration::from_secs(90));
     }
 }

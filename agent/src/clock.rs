@@ -8,13 +8,9 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use parking_lot::Mutex;
 
-pub trait Clock: Send + Sync {
-    fn now(&self) -> Instant;
-    fn utc(&self) -> DateTime<Utc>;
-    /// How long a thread may block before it looks at `now()` again when it wants to wait
-    /// `want`. A driven clock answers with a short tick so that advancing it takes effect.
-    fn wait_hint(&self, want: Duration) -> Duration;
-}
+/// The one clock trait of both binaries, in `vrrp_protocol` (`now` monotonic, `utc`
+/// wall time, `wait_hint`).
+pub use vrrp_protocol::Clock;
 
 pub type SharedClock = Arc<dyn Clock>;
 
@@ -60,6 +56,9 @@ impl Clock for ManualClock {
     fn utc(&self) -> DateTime<Utc> {
         let off = *self.offset.lock();
         self.base_utc + chrono::TimeDelta::from_std(off).unwrap_or_default()
+    }
+    fn is_driven(&self) -> bool {
+        true
     }
     fn wait_hint(&self, want: Duration) -> Duration {
         want.min(Duration::from_millis(10))

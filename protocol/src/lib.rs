@@ -5,12 +5,15 @@
 //! the server's round trip into storage and the dashboards), unknown enum words are
 //! normalised, a known field of the wrong type reads as absent, so that a server and
 //! an agent of different ages talk. These are plain serde types (and `escape_controls`,
-//! the one text rule both binaries apply to wire text in log lines, and the message
-//! vocabulary in [`messages`]): no I/O, no clock, no logging.
+//! the one text rule both binaries apply to wire text in log lines, the message
+//! vocabulary in [`messages`], and the [`Clock`] trait each binary implements): no
+//! I/O, no reading of a clock, no logging.
 
+pub mod clock;
 pub mod log_level;
 pub mod messages;
 
+pub use clock::Clock;
 pub use log_level::LogLevel;
 pub use messages::{close, kind, Refusal};
 

@@ -153,7 +153,7 @@ pub fn authenticated(
         client.id.clone(),
         Some(auth.version.clone()),
         inbound_source,
-        h.clock.now(),
+        h.clock.utc(),
     ) {
         log::error!("Cannot record the connection of {}: {e}", client.id);
     }
@@ -176,7 +176,7 @@ pub fn announce_connected(
         ActivityLevel::Trace,
         Some(client.id.clone()),
         data,
-        h.clock.now(),
+        h.clock.utc(),
     )]);
 }
 
@@ -198,7 +198,7 @@ pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
     };
     match h
         .readings
-        .store(&h.db, client.id.clone(), reading, iso(h.clock.now()))
+        .store(&h.db, client.id.clone(), reading, iso(h.clock.utc()))
     {
         Ok(Some(stored)) => {
             // The evaluator first: a dashboard that sees the broadcast and asks
@@ -217,7 +217,7 @@ pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
 /// `None`: nothing to acknowledge (no events list, or storing failed, so the
 /// agent offers the batch again).
 pub fn activity(h: &SessionHandles, client: &ClientRecord, payload: &Value) -> Option<Vec<String>> {
-    let Some(entries) = activity::parse_batch(payload, &client.id, h.clock.now()) else {
+    let Some(entries) = activity::parse_batch(payload, &client.id, h.clock.utc()) else {
         log::warn!(
             "Agent {} sent an ACTIVITY batch without an events list; dropped without ack",
             client.id
@@ -261,7 +261,7 @@ pub fn ended(h: &SessionHandles, client: &ClientRecord, connection: u64, connect
             ActivityLevel::Trace,
             Some(client.id.clone()),
             data,
-            h.clock.now(),
+            h.clock.utc(),
         )]);
     }
 }

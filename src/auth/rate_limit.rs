@@ -86,26 +86,26 @@ mod tests {
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "192.0.2.2".parse().unwrap();
         for i in 1..=10 {
-            let d = limiter.hit(a, clock.now());
+            let d = limiter.hit(a, clock.utc());
             assert!(d.allowed, "attempt {i}");
             assert_eq!(d.remaining, 10 - i);
             clock.advance(Duration::seconds(10));
         }
-        let d = limiter.hit(a, clock.now());
+        let d = limiter.hit(a, clock.utc());
         assert!(!d.allowed);
         assert_eq!(d.remaining, 0);
         assert_eq!(d.retry_after_secs, 15 * 60 - 100);
         assert!(
-            limiter.hit(b, clock.now()).allowed,
+            limiter.hit(b, clock.utc()).allowed,
             "another address has its own window"
         );
         clock.advance(Duration::seconds(15 * 60 - 100 - 1));
         assert!(
-            !limiter.hit(a, clock.now()).allowed,
+            !limiter.hit(a, clock.utc()).allowed,
             "one second before the reset"
         );
         clock.advance(Duration::seconds(1));
-        let d = limiter.hit(a, clock.now());
+        let d = limiter.hit(a, clock.utc());
         assert!(d.allowed);
         assert_eq!(d.remaining, 9);
     }

@@ -237,9 +237,9 @@ impl Runner {
             Some((key, state?))
         });
         let evaluator = Evaluator::restore(restored);
-        let handles_now = handles.clock.now();
+        let handles_now = handles.clock.utc();
         let waiting: HashSet<String> = readings.keys().cloned().collect();
-        let until = handles.clock.now() + Duration::seconds(STARTUP_GUARD_SECS);
+        let until = handles.clock.utc() + Duration::seconds(STARTUP_GUARD_SECS);
         Ok(Runner {
             awaiting: (!waiting.is_empty()).then_some((until, waiting)),
             handles,
@@ -277,7 +277,7 @@ impl Runner {
                 EvalMsg::Reading(id, _) => self.batch.evaluate_before(
                     id,
                     self.regroup,
-                    self.evaluator.in_first_window(self.handles.clock.now()),
+                    self.evaluator.in_first_window(self.handles.clock.utc()),
                 ),
                 EvalMsg::List(_) => self.unevaluated,
                 _ => false,
@@ -382,7 +382,7 @@ impl Runner {
     fn run(&mut self, inbox: &Receiver<EvalMsg>, shutdown: &Shutdown) {
         let clock = self.handles.clock.clone();
         while !shutdown.is_set() {
-            let now = clock.now();
+            let now = clock.utc();
             self.touch_history(now, false);
             // Real waits stay short so a driven clock is noticed; the clock decides.
             let wait = self
@@ -411,7 +411,7 @@ impl Runner {
                     }
                 }
             }
-            let now = clock.now();
+            let now = clock.utc();
             if let Some((until, waiting)) = &self.awaiting {
                 if waiting.is_empty() || now >= *until {
                     log::info!(
@@ -435,12 +435,12 @@ impl Runner {
             self.evaluate_now();
         }
         // The open intervals held until now.
-        self.touch_history(clock.now(), true);
+        self.touch_history(clock.utc(), true);
     }
 
     /// Evaluates what was taken in, now.
     fn evaluate_now(&mut self) {
-        let now = self.handles.clock.now();
+        let now = self.handles.clock.utc();
         self.wake_at = self.evaluate(now);
         self.last_evaluation = std::time::Instant::now();
     }

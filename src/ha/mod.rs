@@ -134,7 +134,7 @@ impl Gate {
     /// The VIP arrived: passes on the window's events not passed on yet;
     /// returns how many.
     fn handover(&self) -> usize {
-        let now = self.clock.now();
+        let now = self.clock.utc();
         let mut kept = self.kept.lock();
         prune(&mut kept, now - self.window);
         let mut due = Vec::new();
@@ -160,7 +160,7 @@ fn prune(kept: &mut VecDeque<Kept>, before: DateTime<Utc>) {
 
 impl StoredEvents for Gate {
     fn offer(&self, events: &[Event]) {
-        let now = self.clock.now();
+        let now = self.clock.utc();
         let mut kept = self.kept.lock();
         // Read under the lock: a handover sets the role first, then takes it.
         let active = self.role.is_active();
@@ -187,7 +187,7 @@ pub fn spawn(role: Arc<Role>, gate: Arc<Gate>, shutdown: Shutdown) -> std::io::R
                 let held = role.holds_now();
                 if held != role.is_active() {
                     role.active.store(held, Ordering::SeqCst);
-                    *role.since.lock() = gate.clock.now();
+                    *role.since.lock() = gate.clock.utc();
                     let vip = role.vip.map_or("(none)".into(), |v| v.to_string());
                     if held {
                         let sent = gate.handover();
@@ -240,7 +240,7 @@ mod tests {
             vip: Some("192.0.2.222".parse().unwrap()),
             handover_seconds: 30,
         };
-        let role = Arc::new(Role::new(&config, clock.now()));
+        let role = Arc::new(Role::new(&config, clock.utc()));
         assert!(!role.is_active(), "the VIP is on no interface here");
         let seen = Arc::new(Seen::default());
         let gate = Gate::new(seen.clone(), role.clone(), Arc::new(clock.clone()), &config);

@@ -62,7 +62,7 @@ pub(super) fn probe(
         if wrote.is_some() && list.is_some() {
             break;
         }
-        if handles.clock.now() >= deadline || Instant::now() >= real_deadline || shutdown.is_set() {
+        if handles.clock.utc() >= deadline || Instant::now() >= real_deadline || shutdown.is_set() {
             let late: Vec<&str> = [
                 wrote.is_none().then_some("the SQLite writer"),
                 list.is_none().then_some("the cluster thread"),
@@ -93,7 +93,7 @@ pub(super) fn probe(
         incidents,
         (handles.agents.online_count(), total),
         handles.version,
-        handles.clock.now(),
+        handles.clock.utc(),
     ))
 }
 

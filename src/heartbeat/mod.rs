@@ -108,10 +108,10 @@ fn run(shared: &Heartbeat, handles: &Handles, shutdown: &Shutdown) {
     let clock = handles.clock.clone();
     // The first beat goes out at start: the service outside learns at once
     // that the server is back.
-    let mut due: Option<DateTime<Utc>> = Some(clock.now());
+    let mut due: Option<DateTime<Utc>> = Some(clock.utc());
     let mut config = shared.config();
     while !shutdown.is_set() {
-        let now = clock.now();
+        let now = clock.utc();
         if !config.enabled() {
             due = None;
         }
@@ -121,8 +121,8 @@ fn run(shared: &Heartbeat, handles: &Handles, shutdown: &Shutdown) {
             // The next beat one interval after this one began; a beat that
             // ended late (a stop, a stuck probe) does not cause a burst.
             let next = at + interval;
-            due = Some(if next <= clock.now() - interval {
-                clock.now()
+            due = Some(if next <= clock.utc() - interval {
+                clock.utc()
             } else {
                 next
             });
@@ -141,7 +141,7 @@ fn run(shared: &Heartbeat, handles: &Handles, shutdown: &Shutdown) {
         };
         if shared.wake.1.recv_timeout(step).is_ok() {
             config = shared.config();
-            due = config.enabled().then(|| clock.now());
+            due = config.enabled().then(|| clock.utc());
             let mut status = shared.status.lock();
             status.next_beat = due.map(iso);
             if !config.enabled() {
@@ -171,7 +171,7 @@ fn beat_once(
                     status.consecutive_failures
                 );
             }
-            let now = handles.clock.now();
+            let now = handles.clock.utc();
             status.last_success = Some(iso(now));
             status.last_success_unix = Some(now.timestamp_millis() as f64 / 1000.0);
             status.last_error = None;

@@ -82,7 +82,7 @@ pub fn main(db: &Path, config_file: Option<&Path>) -> i32 {
 }
 
 fn run(db: &Path, config_file: Option<&Path>, env: &Env) -> Result<String, Refused> {
-    let now = SystemClock.now();
+    let now = SystemClock.utc();
     let kasm_config = config_file.map(read_kasm_config).transpose()?;
     let rows = source::read(db).map_err(|e| match e {
         source::SourceError::Unreadable(why) => Refused(format!(

@@ -191,7 +191,7 @@ impl Scheduler {
     pub fn run(&self, trigger: Trigger) -> Result<u64, String> {
         let (db, clock) = (&self.handles.db, &self.handles.clock);
         let _one = self.run_lock.lock();
-        let started = clock.now();
+        let started = clock.utc();
         let (name, trig, at) = (self.name, trigger.as_str(), iso(started));
         let marked = db.write(move |c| {
             c.execute(
@@ -207,7 +207,7 @@ impl Scheduler {
         self.state.lock().running = true;
         self.announce();
         let outcome = (self.work)(&self.handles, started);
-        let finished = iso(clock.now());
+        let finished = iso(clock.utc());
         let last = match &outcome {
             Ok(removed) => LastRun {
                 trigger: trig.into(),
@@ -252,7 +252,7 @@ impl Scheduler {
                     vrrp_protocol::ActivityLevel::Error,
                     None,
                     data,
-                    clock.now(),
+                    clock.utc(),
                 )]);
             }
         }
@@ -265,7 +265,7 @@ impl Scheduler {
     pub fn run_timer(&self, stop: &crate::lifecycle::Shutdown) {
         let clock = &self.handles.clock;
         while !stop.is_set() {
-            let now = clock.now();
+            let now = clock.utc();
             let interval =
                 Duration::hours(self.handles.settings.number(self.interval_key, 24) as i64);
             let due = next_run(self.last_started(), interval, now);
@@ -285,7 +285,7 @@ impl Scheduler {
                 if woken {
                     break;
                 }
-                if due.is_some_and(|d| clock.now() >= d) {
+                if due.is_some_and(|d| clock.utc() >= d) {
                     let _ = self.run(Trigger::Schedule);
                     // `run` wakes the timer; take that wake-up so the loop re-arms once.
                     let _ = self.wake_rx.try_recv();

@@ -334,7 +334,7 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
     };
     // The schedule is fixed from the first attempt (retries at +1 s and +1+5 s),
     // so how long an attempt took does not shift the next.
-    let mut due = h.clock.now();
+    let mut due = h.clock.utc();
     let allowed = &h.allowed_networks;
     let mut attempt = send(&hook.spec, &rendered, allowed);
     for wait in RETRY_AFTER_SECS {
@@ -342,7 +342,7 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
             break;
         }
         due += Duration::seconds(wait);
-        while h.clock.now() < due {
+        while h.clock.utc() < due {
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         attempt = send(&hook.spec, &rendered, allowed);
@@ -369,7 +369,7 @@ fn record(h: &Handles, id: &str, attempt: &Attempt) {
         id.to_owned(),
         attempt.status.map(i64::from),
         attempt.error.clone(),
-        iso(h.clock.now()),
+        iso(h.clock.utc()),
     );
     let saved = h.db.write(move |c| {
         c.execute("UPDATE webhooks SET last_status = ?2, last_error = ?3, last_attempt_at = ?4 WHERE id = ?1", params![id, status, error, at])?;

@@ -84,7 +84,7 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     assert_eq!(opened["kind"], "vrrp.incident_opened");
     let incident = opened["correlationId"].as_str().unwrap().to_owned();
 
-    let before = history(&server, &admin, t0 - Span::hours(1), clock.now());
+    let before = history(&server, &admin, t0 - Span::hours(1), clock.utc());
     assert_eq!(
         before.len(),
         1,
@@ -100,7 +100,7 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     // server stops.
     clock.advance(Span::seconds(61));
     std::thread::sleep(Duration::from_millis(1200));
-    let stopped_at = clock.now();
+    let stopped_at = clock.utc();
     drop((wa, wb));
     let mut launch = server.stop_in_process();
     // A port of its own: the stopped server's socket may linger a moment.
@@ -133,7 +133,7 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
             &server,
             &admin,
             t0 - Span::hours(1),
-            clock.now() + Span::seconds(1),
+            clock.utc() + Span::seconds(1),
         );
         if h.len() != 2 {
             eprintln!("history so far: {h:?}");
@@ -160,7 +160,7 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
             .any(|e| e["kind"] == "vrrp.incident_resolved")
             .then_some(())
     });
-    let end = clock.now() + Span::seconds(10);
+    let end = clock.utc() + Span::seconds(10);
     clock.advance(Span::seconds(10));
     let h = history(&server, &admin, t0 - Span::hours(1), end);
     assert_eq!(h.len(), 3, "{h:?}");
@@ -495,11 +495,11 @@ fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_
         ],
     );
     let live = eventually("the live cluster has no history", || {
-        let now = clock.now().timestamp_millis();
+        let now = clock.utc().timestamp_millis();
         let rows = table(&server.launch, now);
         (rows.len() == 4).then_some(rows)
     });
-    let now = clock.now().timestamp_millis();
+    let now = clock.utc().timestamp_millis();
     assert!(live.iter().any(|(k, l)| k == KEY && l.last().unwrap().open));
     check(&server, &live, now);
 
@@ -514,7 +514,7 @@ fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_
         assert_eq!(put.status, 200, "{}", put.body);
     }
     let moved = eventually("the moved pair has no history of its own", || {
-        let now = clock.now().timestamp_millis();
+        let now = clock.utc().timestamp_millis();
         let rows = table(&server.launch, now);
         let last_open = |key: &str| {
             rows.iter()
@@ -524,7 +524,7 @@ fn the_figures_are_the_arithmetic_over_the_stored_history_across_restart_writes_
         (last_open(KEY) == Some(false) && last_open("dc-9|51|192.0.2.0/24") == Some(true))
             .then_some(rows)
     });
-    let now = clock.now().timestamp_millis();
+    let now = clock.utc().timestamp_millis();
     check(&server, &moved, now);
 
     // Retention of three days: the older intervals go from the table and from

@@ -409,7 +409,7 @@ fn schedulers_run_on_a_driven_clock_and_announce_every_change() {
     let next =
         chrono::DateTime::parse_from_rfc3339(timer["status"]["nextRun"].as_str().unwrap()).unwrap();
     let in_secs =
-        (next.with_timezone(&chrono::Utc) - vrrp_monitor::clock::Clock::now(&clock)).num_seconds();
+        (next.with_timezone(&chrono::Utc) - vrrp_monitor::clock::Clock::utc(&clock)).num_seconds();
     assert!(
         (3590..=3600).contains(&in_secs),
         "a timer one hour out: {in_secs}"

@@ -52,7 +52,7 @@ fn a_silence_holds_webhooks_back_and_an_open_incident_is_delivered_once_when_it_
     let created = server.post(
         "/api/v1/silences",
         Auth::Cookie(&admin),
-        &json!({ "matcher": { "clusterKey": KEY }, "endsAt": iso(clock.now() + Span::hours(1)), "comment": "kernel update" })
+        &json!({ "matcher": { "clusterKey": KEY }, "endsAt": iso(clock.utc() + Span::hours(1)), "comment": "kernel update" })
             .to_string(),
     );
     assert_eq!(created.status, 201, "{}", created.body);
@@ -127,7 +127,7 @@ fn silences_are_validated_listed_and_ended_early() {
     let admin = server.admin();
     let post =
         |body: Value| server.post("/api/v1/silences", Auth::Cookie(&admin), &body.to_string());
-    let in_hours = |h: i64| iso(clock.now() + Span::hours(h));
+    let in_hours = |h: i64| iso(clock.utc() + Span::hours(h));
     for (body, error) in [
         (
             json!({ "endsAt": in_hours(1), "comment": "x" }),
@@ -167,7 +167,7 @@ fn silences_are_validated_listed_and_ended_early() {
     // An agent's keepalived.stopped is silenced; another kind is not.
     let agent = server.register_agent(&admin, "lb-1");
     let mut ws = server.connect_agent(&agent);
-    let now = iso(clock.now());
+    let now = iso(clock.utc());
     ws.send("ACTIVITY", json!({ "events": [
         { "id": "e1", "occurredAt": now, "kind": "keepalived.stopped", "level": "warning", "subject": {}, "data": {} },
         { "id": "e2", "occurredAt": now, "kind": "vrrp.state_changed", "level": "info", "subject": {}, "data": {} },

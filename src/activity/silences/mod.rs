@@ -271,7 +271,7 @@ pub struct Handles {
 pub fn run_expiry(h: Handles, shutdown: Shutdown) {
     while !shutdown.is_set() {
         std::thread::sleep(std::time::Duration::from_millis(200));
-        let now = h.clock.now();
+        let now = h.clock.utc();
         for s in h.silences.due(now) {
             expire(&h, &s, now);
         }

@@ -71,7 +71,7 @@ pub fn create_token(app: &App, req: &Req, session: &Session, _path: &[&str]) -> 
         None => None,
         Some(s) => Some(parse_ipv4_net(&s).map_err(|_| invalid("inboundAllowedIp", IPV4_RULE))?),
     };
-    let issued = registration::create_token(&app.db, display_name, allowed, app.clock.now())?;
+    let issued = registration::create_token(&app.db, display_name, allowed, app.clock.utc())?;
     log::info!(
         "Registration token created by \"{}\", valid until {}",
         session.username,
@@ -95,7 +95,7 @@ pub fn register(app: &App, req: &Req) -> ApiResult {
     let body = Body::parse(&req.body)?;
     let token = body.required_text("token")?;
     let hostname = body.optional_string("hostname")?;
-    let now = app.clock.now();
+    let now = app.clock.utc();
     let done = registration::register(&app.db, &token, hostname, req.client_ip, now)?;
     log::info!(
         "Client {} ({}) registered from {}",
@@ -244,7 +244,7 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
         outbound_target_address: target,
     };
     let before = clients::get(&app.db, &id)?;
-    let after = clients::update(&app.db, id.clone(), change, app.clock.now())?;
+    let after = clients::update(&app.db, id.clone(), change, app.clock.utc())?;
     if after.mode == clients::Mode::Outbound
         && before.and_then(|b| b.outbound_target_address) != after.outbound_target_address
     {

@@ -14,7 +14,7 @@ pub const TOO_MANY_LOGINS: &str = "Too many login attempts, please try again lat
 
 /// `POST /api/login`
 pub fn login(app: &App, req: &Req) -> ApiResult {
-    let now = app.clock.now();
+    let now = app.clock.utc();
     let limit = app.login_limiter.hit(req.client_ip, now);
     with_rate_headers(&limit, login_checked(app, req, &limit))
 }
@@ -117,7 +117,7 @@ pub fn set_session(
     username: &str,
     tv: i64,
 ) -> Resp {
-    let (token, _) = app.sessions.issue(user_id, username, tv, app.clock.now());
+    let (token, _) = app.sessions.issue(user_id, username, tv, app.clock.utc());
     let [session, auth] =
         cookies::session_cookies(&token, app.sessions.lifetime.as_secs(), req.https);
     resp.header("set-cookie", session)
@@ -159,7 +159,7 @@ pub fn oidc_login(app: &App, req: &Req) -> ApiResult {
     let Some(oidc) = &app.oidc else {
         return Err(ApiError::not_found("OIDC is not configured"));
     };
-    let begun = oidc.begin(browser_binding(req), app.clock.now());
+    let begun = oidc.begin(browser_binding(req), app.clock.utc());
     Ok(Resp::redirect(&begun.authorization_url).header(
         "set-cookie",
         cookies::oidc_browser_cookie(&begun.browser, req.https),
@@ -195,7 +195,7 @@ pub fn oidc_callback(app: &App, req: &Req) -> ApiResult {
         iss: req.query_param("iss"),
         browser: browser_binding(req),
     };
-    match oidc.finish(&app.db, &callback, app.clock.now()) {
+    match oidc.finish(&app.db, &callback, app.clock.utc()) {
         Ok(user) => {
             log::info!(
                 "User \"{}\" logged in through OIDC from {}",

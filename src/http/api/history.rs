@@ -36,7 +36,7 @@ fn window(
     req: &Req,
 ) -> Result<(DateTime<Utc>, DateTime<Utc>), crate::http::response::ApiError> {
     let from = time_param(req, "from")?;
-    let to = time_param(req, "to")?.unwrap_or_else(|| app.clock.now());
+    let to = time_param(req, "to")?.unwrap_or_else(|| app.clock.utc());
     let from = from.unwrap_or(to - Duration::days(DEFAULT_WINDOW_DAYS));
     if from >= to {
         return Err(invalid("to", "must be after from"));
@@ -55,7 +55,7 @@ pub fn history(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
     };
     let (from, to) = window(app, req)?;
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
-    let now_ms = app.clock.now().timestamp_millis();
+    let now_ms = app.clock.utc().timestamp_millis();
     let (read, begins) = {
         let mirror = app.history.read();
         (
@@ -86,7 +86,7 @@ pub fn availability_of_all(app: &App, req: &Req, _s: &Session, _path: &[&str]) -
     let (from, to) = window(app, req)?;
     let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
     // Nothing after now has been observed: the window's future is not counted.
-    let now_ms = app.clock.now().timestamp_millis();
+    let now_ms = app.clock.utc().timestamp_millis();
     let clusters: Vec<_> = {
         let mirror = app.history.read();
         mirror

@@ -25,7 +25,7 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
     }
     let clusters: Vec<Value> =
         serde_json::from_slice(&app.cluster_list_json()?).unwrap_or_default();
-    let now = app.clock.now();
+    let now = app.clock.utc();
     let clients = match app.client_list()? {
         Value::Array(list) => list,
         _ => Vec::new(),

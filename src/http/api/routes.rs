@@ -107,7 +107,7 @@ pub fn route(app: &App, req: &Req) -> ApiResult {
 }
 
 fn require_session(app: &App, req: &Req) -> Result<Session, ApiError> {
-    match auth::authenticate(&app.db, &app.sessions, req.session_token(), app.clock.now()) {
+    match auth::authenticate(&app.db, &app.sessions, req.session_token(), app.clock.utc()) {
         Ok(s) => Ok(s),
         Err(AuthFailure::Db(e)) => Err(e.into()),
         Err(why) => {

@@ -10,12 +10,12 @@ use crate::http::App;
 use serde_json::json;
 
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    Ok(Resp::ok(&app.silences.list_json(app.clock.now())))
+    Ok(Resp::ok(&app.silences.list_json(app.clock.utc())))
 }
 
 pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
     let body = Body::parse(&req.body)?;
-    let now = app.clock.now();
+    let now = app.clock.utc();
     let new = silences::validate(body.object(), now)
         .map_err(|(field, message)| invalid(&field, &message))?;
     let created = app
@@ -31,7 +31,7 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
 
 pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.get(3).copied().unwrap_or_default();
-    if !app.silences.end_now(id, app.clock.now())? {
+    if !app.silences.end_now(id, app.clock.utc())? {
         return Err(ApiError::not_found("Silence not found"));
     }
     log::info!("Silence {id} ended by \"{}\"", session.username);

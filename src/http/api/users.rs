@@ -52,7 +52,7 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
             password,
             auth_methods,
         },
-        iso(app.clock.now()),
+        iso(app.clock.utc()),
     )?;
     log::info!(
         "User \"{}\" created by \"{}\"",
@@ -84,7 +84,7 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
             password,
             auth_methods,
         },
-        iso(app.clock.now()),
+        iso(app.clock.utc()),
     )?;
     let resp = Resp::ok(&json!({ "status": "updated" }));
     if let Some(tv) = updated.new_token_version {

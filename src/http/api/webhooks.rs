@@ -26,7 +26,7 @@ pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
 }
 
 pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
-    let hook = store::create(&app.db, spec(app, req)?, app.clock.now())?;
+    let hook = store::create(&app.db, spec(app, req)?, app.clock.utc())?;
     log::info!(
         "Webhook \"{}\" created by \"{}\"",
         hook.spec.name,
@@ -38,7 +38,7 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
 pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.last().copied().unwrap_or_default();
     let spec = spec(app, req)?;
-    match store::update(&app.db, id, spec, app.clock.now())? {
+    match store::update(&app.db, id, spec, app.clock.utc())? {
         Some(hook) => {
             log::info!(
                 "Webhook \"{}\" changed by \"{}\"",
@@ -65,7 +65,7 @@ pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiRes
 pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     use crate::webhooks::delivery;
     let spec = spec(app, req)?;
-    let event = delivery::sample_for(&spec, app.clock.now());
+    let event = delivery::sample_for(&spec, app.clock.utc());
     let ctx = delivery::context(&app.db, &event, &spec.name);
     let rendered = delivery::render(&spec, &ctx)
         .map_err(|e| ApiError::bad_request(format!("bodyTemplate: {e}")))?;
@@ -98,7 +98,7 @@ pub fn templates(_app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiRes
 pub fn preview(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     use crate::webhooks::delivery;
     let body = Body::parse(&req.body)?;
-    let samples = delivery::samples(app.clock.now());
+    let samples = delivery::samples(app.clock.utc());
     let kinds: Vec<&str> = samples.iter().filter_map(|e| e["kind"].as_str()).collect();
     let wanted = match body.optional_string("sampleKind")? {
         Some(k) if !k.is_empty() => Some(
@@ -132,7 +132,7 @@ pub fn preview(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
         Ok(spec) => spec,
         Err((field, message)) => return refused(&field, format!("{field}: {message}")),
     };
-    let event = wanted.unwrap_or_else(|| delivery::sample_for(&spec, app.clock.now()));
+    let event = wanted.unwrap_or_else(|| delivery::sample_for(&spec, app.clock.utc()));
     let ctx = delivery::context(&app.db, &event, &spec.name);
     let rendered = match delivery::render(&spec, &ctx) {
         Ok(r) => r,

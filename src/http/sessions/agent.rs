@@ -53,7 +53,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     };
     let mut busy = tracker.busy(peer);
     // The AUTH window starts when the socket opens.
-    let auth_until = app.clock.now() + Duration::seconds(AUTH_WINDOW_SECS);
+    let auth_until = app.clock.utc() + Duration::seconds(AUTH_WINDOW_SECS);
     let Some(socket) = ws::accept(rq, &mut busy) else {
         return;
     };
@@ -135,7 +135,7 @@ pub fn serve_session(
         handles,
         stage: Stage::AwaitingAuth {
             client: client.clone(),
-            until: clock.now(),
+            until: clock.utc(),
         },
         source,
         outbox: Some(outbox),

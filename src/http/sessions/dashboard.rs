@@ -42,7 +42,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(token) = token else {
         return socket.close(4001, "Unauthorized");
     };
-    let session = match auth::authenticate(&app.db, &app.sessions, Some(&token), app.clock.now()) {
+    let session = match auth::authenticate(&app.db, &app.sessions, Some(&token), app.clock.utc()) {
         Ok(s) => s,
         Err(AuthFailure::Db(e)) => {
             log::error!("{e}");

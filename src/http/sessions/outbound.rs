@@ -197,7 +197,7 @@ impl Dialer {
             sealed_token: key.seal(&token),
         };
         let record =
-            clients::create_outbound(&self.handles.session.db, new, self.handles.clock.now())
+            clients::create_outbound(&self.handles.session.db, new, self.handles.clock.utc())
                 .map_err(RegisterError::Db)?;
         log::info!(
             "Outbound agent {} registered at {} ({})",
@@ -214,7 +214,7 @@ impl Dialer {
                 ActivityLevel::Info,
                 Some(record.id.clone()),
                 data,
-                self.handles.clock.now(),
+                self.handles.clock.utc(),
             )]);
         self.handles.session.clients_changed.notify();
         if let Err(e) = self.spawn(&record, Some((socket, auth))) {
@@ -269,7 +269,7 @@ impl DialThread {
                 None => match self.dial(self.dial_started(due)) {
                     Dial::Open(open) => {
                         let (socket, client) = *open;
-                        let until = self.handles.clock.now()
+                        let until = self.handles.clock.utc()
                             + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
                         (socket, First::AwaitAuth(until), client)
                     }
@@ -300,7 +300,7 @@ impl DialThread {
             }
             if !now_again {
                 failures = 1;
-                next = Some(self.handles.clock.now() + reconnect_delay(failures));
+                next = Some(self.handles.clock.utc() + reconnect_delay(failures));
             }
         }
     }
@@ -329,7 +329,7 @@ impl DialThread {
     /// The time a dial starts, logged with how late it is against its ladder
     /// step: the reconnect benchmark (scripts/bench-outbound.sh) reads this line.
     fn dial_started(&self, due: Option<DateTime<Utc>>) -> DateTime<Utc> {
-        let now = self.handles.clock.now();
+        let now = self.handles.clock.utc();
         match due {
             Some(at) => log::debug!(
                 "Dialling outbound agent {}: ladder step due at {}, {} ms after it",
@@ -348,7 +348,7 @@ impl DialThread {
             if self.handles.shutdown.is_set() {
                 return Woken::Stop;
             }
-            let now = self.handles.clock.now();
+            let now = self.handles.clock.utc();
             if now >= at {
                 return Woken::Due;
             }
@@ -540,7 +540,7 @@ fn register_at(
 /// The first session's AUTH, read before the client is stored (within the
 /// AUTH window).
 fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String> {
-    let until = clock.now() + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
+    let until = clock.utc() + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
     loop {
         match socket.receive_one(Duration::from_millis(50)) {
             None | Some(ws::Received::Pong) => {}
@@ -555,7 +555,7 @@ fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String
             }
             Some(ws::Received::Closed) => return Err("the agent closed the connection".into()),
         }
-        if clock.now() >= until {
+        if clock.utc() >= until {
             return Err(format!("no AUTH within {} s", agent::AUTH_WINDOW_SECS));
         }
     }

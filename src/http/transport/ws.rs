@@ -373,7 +373,7 @@ impl WsSocket {
     /// empty, or gone when the peer has not taken it all within the heartbeat
     /// interval (4 MiB in 30 s: a peer slower than that is not a dashboard).
     fn drain(&mut self, clock: &SharedClock) -> Result<(), Gone> {
-        let deadline = clock.now() + ChronoDuration::seconds(HEARTBEAT_SECS);
+        let deadline = clock.utc() + ChronoDuration::seconds(HEARTBEAT_SECS);
         loop {
             match self.ws.flush() {
                 Ok(()) => {
@@ -383,7 +383,7 @@ impl WsSocket {
                 Err(e) if would_block(&e) => {}
                 Err(_) => return Err(Gone),
             }
-            if clock.now() >= deadline {
+            if clock.utc() >= deadline {
                 log::warn!(
                     "WebSocket of {} did not take a large message's next 4 MiB within {HEARTBEAT_SECS} s; dropping it",
                     self.peer
@@ -491,7 +491,7 @@ pub fn run(
     clock: &SharedClock,
     session: &mut dyn Session,
 ) {
-    let mut heartbeat = Heartbeat::new(clock.now());
+    let mut heartbeat = Heartbeat::new(clock.utc());
     let close = |socket: WsSocket, code, reason| socket.close(code, reason);
     loop {
         // Messages first: tungstenite may hold bytes the socket no longer shows.
@@ -536,7 +536,7 @@ pub fn run(
         if socket.pending && socket.flush().is_err() {
             return;
         }
-        let now = clock.now();
+        let now = clock.utc();
         match heartbeat.tick(now) {
             Beat::Nothing => {}
             Beat::Ping => {
