@@ -501,11 +501,6 @@ const KNOWN_CIRCLES: &[&[&str]] = &[
         "src/clusters/confirm/mod.rs",
         "src/clusters/confirm/pending.rs",
     ],
-    &[
-        "src/http/sessions/agent.rs",
-        "src/http/sessions/outbound.rs",
-        "src/http/state.rs",
-    ],
 ];
 
 fn known(circle: &BTreeSet<PathBuf>) -> bool {

@@ -3,5 +3,6 @@
 //! runs on a thread of its own for the life of the socket.
 
 pub mod agent;
+pub mod agent_socket;
 pub mod dashboard;
 pub mod outbound;

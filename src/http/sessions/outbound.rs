@@ -3,7 +3,7 @@
 //! [`Dialer`] owns one `dial:<client>` thread per outbound client. The thread
 //! owns that client's socket and reconnect ladder (`agents::outbound`): it
 //! dials `/ws/agent` with both halves of the identity, runs the same session as
-//! an inbound agent (`agent::serve_session`), and after a failure or the end
+//! an inbound agent (`agent_socket::serve_session`), and after a failure or the end
 //! of a session waits its step of the ladder on the server's clock. A reconnect
 //! order (the API's reconnect, a changed address) closes the open socket and
 //! dials at once; deleting the client ends the thread.
@@ -12,7 +12,7 @@
 //! secret, a fresh token and client id, then the first `/ws/agent` session; the
 //! client is stored only once that session's AUTH arrived.
 
-use super::agent::{self, First};
+use super::agent_socket::{self, First};
 use crate::agents::clients::{self, ClientRecord, NewOutbound};
 use crate::agents::outbound::{
     self, dial_error, failure_reason, reconnect_delay, RegistrationEnd, Target, DIAL_TIMEOUT_SECS,
@@ -270,7 +270,7 @@ impl DialThread {
                     Dial::Open(open) => {
                         let (socket, client) = *open;
                         let until = self.handles.clock.utc()
-                            + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
+                            + chrono::Duration::seconds(agent_socket::AUTH_WINDOW_SECS);
                         (socket, First::AwaitAuth(until), client)
                     }
                     Dial::Failed(started, e) => {
@@ -306,7 +306,7 @@ impl DialThread {
     }
 
     fn serve(&self, socket: WsSocket, first: First, client: ClientRecord) {
-        let queue = match live::channel::<ToSocket>(agent::QUEUE) {
+        let queue = match live::channel::<ToSocket>(agent_socket::QUEUE) {
             Ok(q) => q,
             Err(e) => {
                 log::error!("Cannot create a queue for an agent socket: {e}");
@@ -315,7 +315,7 @@ impl DialThread {
         };
         *self.current.lock() = Some(queue.0.clone());
         let source = canonical_ip(socket.peer.ip());
-        agent::serve_session(
+        agent_socket::serve_session(
             self.handles.session.clone(),
             socket,
             queue,
@@ -540,7 +540,7 @@ fn register_at(
 /// The first session's AUTH, read before the client is stored (within the
 /// AUTH window).
 fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String> {
-    let until = clock.utc() + chrono::Duration::seconds(agent::AUTH_WINDOW_SECS);
+    let until = clock.utc() + chrono::Duration::seconds(agent_socket::AUTH_WINDOW_SECS);
     loop {
         match socket.receive_one(Duration::from_millis(50)) {
             None | Some(ws::Received::Pong) => {}
@@ -556,7 +556,10 @@ fn first_auth(socket: &mut WsSocket, clock: &SharedClock) -> Result<Auth, String
             Some(ws::Received::Closed) => return Err("the agent closed the connection".into()),
         }
         if clock.utc() >= until {
-            return Err(format!("no AUTH within {} s", agent::AUTH_WINDOW_SECS));
+            return Err(format!(
+                "no AUTH within {} s",
+                agent_socket::AUTH_WINDOW_SECS
+            ));
         }
     }
 }
