@@ -171,7 +171,7 @@ pub fn run(
         silences::Handles {
             silences: silences.clone(),
             clock: clock.clone(),
-            activity: activity.clone(),
+            activity: Arc::new(activity.clone()),
             incidents: Arc::new(clusters::thread::StoredIncidents(db.clone())),
         },
         &shutdown,

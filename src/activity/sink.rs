@@ -8,8 +8,8 @@
 //! events (agent sessions, the `cluster-eval` thread, the schedulers, the HTTP
 //! routes) holds a clone of it, not the whole `App`.
 
+use super::event::{insert_new, with_texts, Event, LevelPolicy, Recorder};
 use super::silences::Silences;
-use super::{insert_new, with_texts, Event, LevelPolicy};
 use crate::db::Db;
 use crate::live::{envelope, Hub};
 use crate::metrics::Counters;
@@ -99,5 +99,11 @@ impl ActivitySink {
                 false
             }
         }
+    }
+}
+
+impl Recorder for ActivitySink {
+    fn record(&self, events: Vec<Event>) -> bool {
+        ActivitySink::record(self, events)
     }
 }

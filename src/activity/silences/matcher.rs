@@ -6,7 +6,7 @@
 //! member of: maintenance on a host degrades its clusters, and those incidents
 //! name the other host.
 
-use crate::activity::{is_about_cluster, Event};
+use crate::activity::event::{is_about_cluster, Event};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
 

@@ -16,7 +16,7 @@ mod tests;
 
 pub use matcher::{kind_matches, validate, Matcher, NewSilence};
 
-use super::{ActivitySink, Event};
+use super::event::{Event, Recorder};
 use crate::clock::{iso, SharedClock};
 use crate::db::{Db, DbError};
 use crate::lifecycle::Shutdown;
@@ -157,7 +157,7 @@ impl Silences {
         new: NewSilence,
         created_by: &str,
         now: DateTime<Utc>,
-        sink: &ActivitySink,
+        sink: &dyn Recorder,
     ) -> Result<Value, DbError> {
         let s = Silence {
             id: uuid::Uuid::new_v4().to_string(),
@@ -262,7 +262,7 @@ fn silence_event(kind: &str, s: &Silence, now: DateTime<Utc>) -> Event {
 pub struct Handles {
     pub silences: Arc<Silences>,
     pub clock: SharedClock,
-    pub activity: ActivitySink,
+    pub activity: Arc<dyn Recorder>,
     pub incidents: Arc<dyn OpenIncidents>,
 }
 

@@ -1,0 +1,198 @@
+//! An activity event and what storing one takes: the [`Event`], the level
+//! policy, the insert, the dashboard's texts, the cluster match, and the
+//! [`Recorder`] trait through which a recorder reaches the sink.
+//!
+//! A leaf of `activity`: the sink, the silences and their matcher all build on
+//! it, and it names none of them, so the sink can ask the silences about each
+//! event while a silence records its own events through a `Recorder`.
+
+use super::messages;
+use crate::clock::iso;
+use crate::db::{Db, DbError};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+use serde_json::{json, Map, Value};
+use vrrp_protocol::ActivityLevel;
+
+/// Where events go to be stored, broadcast and offered to webhooks: the
+/// `ActivitySink`, behind a trait so that the silences (which the sink asks
+/// about every event) can record theirs without naming the sink.
+pub trait Recorder: Send + Sync {
+    /// As `ActivitySink::record`: false when storing failed.
+    fn record(&self, events: Vec<Event>) -> bool;
+}
+
+/// An event ready to store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub occurred_at: String,
+    pub received_at: String,
+    pub source: &'static str,
+    pub client_id: Option<String>,
+    pub kind: String,
+    pub level: ActivityLevel,
+    pub correlation_id: Option<String>,
+    pub subject: Map<String, Value>,
+    pub data: Map<String, Value>,
+}
+
+impl Event {
+    /// An event the server originates now.
+    pub fn server(
+        kind: &str,
+        level: ActivityLevel,
+        client_id: Option<String>,
+        data: Value,
+        now: DateTime<Utc>,
+    ) -> Event {
+        Event {
+            id: uuid::Uuid::new_v4().to_string(),
+            occurred_at: iso(now),
+            received_at: iso(now),
+            source: "server",
+            client_id,
+            kind: kind.to_owned(),
+            level,
+            correlation_id: None,
+            subject: Map::new(),
+            data: match data {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+        }
+    }
+
+    /// The API's ActivityRecord.
+    pub fn to_json(&self, seen: bool) -> Value {
+        json!({
+            "id": self.id,
+            "occurredAt": self.occurred_at,
+            "receivedAt": self.received_at,
+            "source": self.source,
+            "clientId": self.client_id,
+            "kind": self.kind,
+            "level": self.level.as_str(),
+            "correlationId": self.correlation_id,
+            "subject": self.subject,
+            "data": self.data,
+            "seen": seen,
+        })
+    }
+}
+
+/// Decides the stored level of a kind, or that it is not recorded at all.
+pub trait LevelPolicy: Send + Sync {
+    /// `None`: do not record this kind.
+    fn level_for(&self, kind: &str, level: ActivityLevel) -> Option<ActivityLevel>;
+}
+
+/// Records every kind at the level it came with.
+pub struct AsReported;
+
+impl LevelPolicy for AsReported {
+    fn level_for(&self, _kind: &str, level: ActivityLevel) -> Option<ActivityLevel> {
+        Some(level)
+    }
+}
+
+/// Stores the events whose ids are new, in one transaction; returns those stored now.
+pub fn insert_new(db: &Db, events: Vec<Event>) -> Result<Vec<Event>, DbError> {
+    if events.is_empty() {
+        return Ok(Vec::new());
+    }
+    db.write(move |c| {
+        let mut stmt = c.prepare_cached(
+            "INSERT INTO activity (id, occurred_at, received_at, source, client_id, kind, level, correlation_id, subject, data)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (id) DO NOTHING",
+        )?;
+        let mut stored = Vec::new();
+        for e in events {
+            let n = stmt.execute(params![
+                e.id,
+                e.occurred_at,
+                e.received_at,
+                e.source,
+                e.client_id,
+                e.kind,
+                e.level.as_str(),
+                e.correlation_id,
+                Value::Object(e.subject.clone()).to_string(),
+                Value::Object(e.data.clone()).to_string(),
+            ])?;
+            if n == 1 {
+                stored.push(e);
+            }
+        }
+        Ok(stored)
+    })
+}
+
+/// Adds `message` and `detail`, composed by [`crate::messages::compose`], to
+/// ActivityRecords bound for a dashboard, so the dashboard and webhooks say the
+/// same thing. Host names are looked up once for the whole batch.
+pub fn with_texts(db: &Db, records: &mut [Value]) {
+    // Read here rather than through `agents` (which records activity itself, so
+    // importing it would close a circle); the name rule is the client's: its
+    // display name, else its hostname. Only the batch's own clients are read:
+    // reading every client for each event made a fleet's reconnect quadratic
+    // (5,000 agents connecting read 25 million rows).
+    let ids: std::collections::BTreeSet<&str> = records
+        .iter()
+        .filter_map(|r| r["clientId"].as_str())
+        .collect();
+    let names: std::collections::HashMap<String, String> = if ids.is_empty() {
+        Default::default()
+    } else {
+        db.read(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT COALESCE(NULLIF(display_name, ''), hostname, '') FROM clients WHERE id = ?1",
+            )?;
+            let mut names = std::collections::HashMap::new();
+            for id in ids {
+                if let Some(name) = stmt
+                    .query_row([id], |r| r.get::<_, String>(0))
+                    .optional()?
+                {
+                    names.insert(id.to_owned(), name);
+                }
+            }
+            Ok::<_, DbError>(names)
+        })
+        .unwrap_or_else(|e| {
+            log::warn!("Activity texts without host names: {e}");
+            Default::default()
+        })
+    };
+    for record in records {
+        let host = record["clientId"].as_str().and_then(|id| names.get(id));
+        let (message, detail) = messages::compose(
+            record["kind"].as_str().unwrap_or_default(),
+            &record["subject"],
+            &record["data"],
+            host.map(String::as_str),
+        );
+        if let Some(o) = record.as_object_mut() {
+            o.insert("message".into(), Value::String(message));
+            o.insert("detail".into(), detail.map_or(Value::Null, Value::String));
+        }
+    }
+}
+
+/// Whether a cluster event (`data.cluster`) is about the cluster with this key
+/// (`<site>|<vrid>|<network>`, as the cluster list names it).
+pub fn is_about_cluster(record: &Value, key: &str) -> bool {
+    let mut parts = key.splitn(3, '|');
+    let (Some(site), Some(vrid), Some(network)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let c = &record["data"]["cluster"];
+    if !c.is_object() {
+        return false;
+    }
+    c["site"].as_str().unwrap_or_default() == site
+        && c["vrid"].as_i64().map(|v| v.to_string()).as_deref() == Some(vrid)
+        && c["networks"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|n| n.as_str() == Some(network)))
+}
