@@ -4,46 +4,13 @@
 
 use super::incidents;
 use super::pending::Pending;
-use super::Confirmed;
+use super::state::{event, instance_name, Confirmed};
 use crate::activity::Event;
-use crate::clock::iso;
 use crate::clusters::observe::Roles;
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use vrrp_protocol::ActivityLevel;
-
-pub(super) fn event(
-    kind: &str,
-    level: ActivityLevel,
-    subject_member: Option<&Member>,
-    occurred_at: DateTime<Utc>,
-    now: DateTime<Utc>,
-    data: Value,
-    correlation: Option<String>,
-) -> Event {
-    let mut e = Event::server(
-        kind,
-        level,
-        subject_member.map(|m| m.client_id.clone()),
-        data,
-        now,
-    );
-    e.occurred_at = iso(occurred_at);
-    e.correlation_id = correlation;
-    if let Some(m) = subject_member {
-        let mut subject = Map::new();
-        subject.insert("instanceName".into(), json!(instance_name(m)));
-        subject.insert("vrid".into(), json!(m.instance.vrid));
-        subject.insert("interface".into(), json!(m.instance.interface));
-        e.subject = subject;
-    }
-    e
-}
-
-pub(super) fn instance_name(m: &Member) -> String {
-    m.instance.name.clone()
-}
 
 /// `data.cluster`: the same in every event of a change.
 pub fn cluster_data(cluster: &Cluster) -> Value {

@@ -3,26 +3,15 @@
 //! resolved when the health is `ok` again or the cluster is gone. Its events
 //! share its id as `correlationId`.
 
-use super::events::event;
 use super::pending::Pending;
-use super::Confirmed;
+use super::state::{event, Confirmed, Incident};
 use crate::activity::Event;
 use crate::clock::iso;
 use crate::clusters::observe::{Finding, IncidentHealth};
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
-use std::collections::BTreeMap;
 use vrrp_protocol::ActivityLevel;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Incident {
-    pub id: String,
-    pub history: Vec<String>,
-    pub opened_at: DateTime<Utc>,
-    /// The findings of the last event, by identity, with their reasons.
-    pub findings: BTreeMap<String, Finding>,
-}
 
 /// The `incident` object every incident event carries; events add their own fields.
 fn incident_json(

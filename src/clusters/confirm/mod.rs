@@ -16,39 +16,22 @@
 //! - `tests`: the state machine on a driven clock.
 
 use crate::activity::Event;
-use crate::clusters::observe::{observe, Finding, IncidentHealth, Roles};
-use crate::clusters::{Cluster, Member};
-use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Value};
+use crate::clusters::observe::{observe, IncidentHealth, Roles};
+use crate::clusters::Cluster;
+use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 mod events;
 mod incidents;
 mod pending;
+mod state;
 #[cfg(test)]
 mod tests;
 
 pub use events::cluster_data;
-pub use incidents::{silence_ended, Incident};
+pub use incidents::silence_ended;
 use pending::{differs, target_of, Look, Pending};
-
-/// `unreachable` has no agent to deliver a reading; it counts once it lasted this long.
-pub const UNREACHABLE_SECS: i64 = 60;
-/// Margin after the interval before looking again for the readings asked for.
-pub const FOLLOW_UP_MS: i64 = 250;
-
-/// The confirmed part of a cluster's state.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Confirmed {
-    pub roles: Roles,
-    /// The last host that was master alone: (client id, host).
-    pub master_alone: Option<(String, String)>,
-    /// Incident health as confirmed (`ok` when none is open).
-    pub health: IncidentHealth,
-    pub incident: Option<Incident>,
-    /// `data.cluster` as last confirmed (for a resolution by removal).
-    pub cluster: Value,
-}
+pub use state::{master_down_interval, Confirmed, Incident, FOLLOW_UP_MS, UNREACHABLE_SECS};
 
 #[derive(Debug, Clone)]
 struct Tracked {
@@ -67,59 +50,6 @@ struct Settling {
     /// Members whose role has been taken into the confirmed roles (each was live
     /// here at least once): any later report of theirs is a change like any other.
     seen: BTreeSet<String>,
-}
-
-impl Confirmed {
-    /// The persisted form.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "roles": self.roles.to_json(),
-            "masterAlone": self.master_alone.as_ref().map(|(id, host)| json!([id, host])),
-            "health": self.health.as_str(),
-            "incident": self.incident.as_ref().map(|i| json!({
-                "id": i.id,
-                "history": i.history,
-                "openedAt": crate::clock::iso(i.opened_at),
-                "findings": i.findings.values().map(Finding::to_json).collect::<Vec<_>>(),
-            })),
-            "cluster": self.cluster,
-        })
-    }
-
-    pub fn from_json(v: &Value) -> Option<Confirmed> {
-        let incident = match &v["incident"] {
-            Value::Null => None,
-            i => Some(Incident {
-                id: i["id"].as_str()?.to_owned(),
-                history: i["history"]
-                    .as_array()?
-                    .iter()
-                    .filter_map(|h| h.as_str().map(str::to_owned))
-                    .collect(),
-                opened_at: DateTime::parse_from_rfc3339(i["openedAt"].as_str()?)
-                    .ok()?
-                    .with_timezone(&Utc),
-                findings: i["findings"]
-                    .as_array()?
-                    .iter()
-                    .filter_map(Finding::from_json)
-                    .map(|f| (f.identity(), f))
-                    .collect(),
-            }),
-        };
-        Some(Confirmed {
-            roles: Roles::from_json(&v["roles"])?,
-            master_alone: v["masterAlone"].as_array().and_then(|a| {
-                Some((
-                    a.first()?.as_str()?.to_owned(),
-                    a.get(1)?.as_str()?.to_owned(),
-                ))
-            }),
-            health: IncidentHealth::parse(v["health"].as_str()?)?,
-            incident,
-            cluster: v["cluster"].clone(),
-        })
-    }
 }
 
 /// What one evaluation asks of the thread around it.
@@ -143,30 +73,6 @@ pub struct Outcome {
 pub struct Evaluator {
     clusters: BTreeMap<String, Tracked>,
     last_request: HashMap<String, DateTime<Utc>>,
-}
-
-/// The master-down interval of a cluster: 3 x advert_int + 1 s, with the longest
-/// advert_int among its members (hosts configured apart wait for the slowest);
-/// keepalived's default of 1 s when no member reports one.
-pub fn master_down_interval(cluster: &Cluster) -> Duration {
-    let advert = cluster
-        .members
-        .iter()
-        .filter_map(|m| m.instance.advert_interval)
-        .filter(|a| a.is_finite() && *a > 0.0)
-        .fold(None, |longest: Option<f64>, a| {
-            Some(longest.map_or(a, |l| l.max(a)))
-        })
-        .unwrap_or(1.0)
-        // keepalived accepts at most 255 s.
-        .min(255.0);
-    Duration::milliseconds((3.0 * advert * 1000.0).round() as i64 + 1000)
-}
-
-fn read_at(m: &Member) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(m.read_at.as_deref()?)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 /// The (client id, host) of the one master, if there is exactly one.

@@ -4,7 +4,7 @@
 //! was first seen (`unreachable`: once it lasted 60 s), and is dropped when the
 //! target changes or disappears before.
 
-use super::{master_down_interval, read_at, Confirmed, FOLLOW_UP_MS, UNREACHABLE_SECS};
+use super::state::{master_down_interval, read_at, Confirmed, FOLLOW_UP_MS, UNREACHABLE_SECS};
 use crate::clusters::observe::{Finding, IncidentHealth, Observed, Roles};
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Duration, Utc};

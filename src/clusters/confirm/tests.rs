@@ -4,7 +4,8 @@
 use super::*;
 use crate::clock::iso;
 use crate::clusters::{group, HostView};
-use chrono::TimeZone;
+use chrono::{Duration, TimeZone};
+use serde_json::{json, Value};
 use vrrp_protocol::ActivityLevel;
 
 /// An instance as an agent would send it (the tests write it as JSON).
