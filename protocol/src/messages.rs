@@ -37,6 +37,9 @@ pub mod kind {
 pub mod close {
     /// A normal close (the server redials an outbound agent).
     pub const NORMAL: u16 = 1000;
+    /// A first message that is not what the socket expects (a malformed
+    /// REGISTRATION_REQUEST on the agent's `/ws/register`).
+    pub const POLICY_VIOLATION: u16 = 1008;
     /// The server failed inside (a database error during the checks).
     pub const INTERNAL_ERROR: u16 = 1011;
     /// The server ends an agent's session: a newer connection replaced it, the

@@ -12,6 +12,7 @@ use tungstenite::client::IntoClientRequest;
 use tungstenite::handshake::HandshakeError;
 use tungstenite::protocol::WebSocketConfig;
 use tungstenite::{Message, WebSocket};
+use vrrp_protocol::kind;
 
 use super::session::{envelope, parse_envelope};
 use crate::clock::Clock;
@@ -216,7 +217,7 @@ pub fn authenticate(
     poll: &mut dyn FnMut() -> Option<Abort>,
 ) -> Result<(), String> {
     let auth = envelope(
-        "AUTH",
+        kind::AUTH,
         json!({ "hostname": hostname, "version": version, "capabilities": ["vrrp"] }),
     );
     ws.send(Message::text(auth))
@@ -230,8 +231,8 @@ pub fn authenticate(
         }
         match ws.read() {
             Ok(Message::Text(text)) => match parse_envelope(&text) {
-                Some((k, _)) if k == "AUTH_SUCCESS" => return Ok(()),
-                Some((k, p)) if k == "AUTH_FAILURE" => {
+                Some((k, _)) if k == kind::AUTH_SUCCESS => return Ok(()),
+                Some((k, p)) if k == kind::AUTH_FAILURE => {
                     log::debug!("AUTH_FAILURE {p}");
                 }
                 other => log::debug!(

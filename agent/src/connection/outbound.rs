@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use vrrp_protocol::{close, kind};
 
 use crate::config::Secret;
 use crate::store::datadir::Identity;
@@ -25,37 +26,37 @@ pub const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(10);
 pub use vrrp_protocol::Refusal;
 
 pub const ACCESS_DENIED: Refusal = Refusal {
-    code: 4003,
+    code: close::FORBIDDEN,
     reason: "Access denied",
 };
 pub const UNAUTHORIZED: Refusal = Refusal {
-    code: 4001,
+    code: close::AUTH_REQUIRED,
     reason: "Unauthorized",
 };
 pub const ALREADY_REGISTERED: Refusal = Refusal {
-    code: 4003,
+    code: close::FORBIDDEN,
     reason: "Already registered",
 };
 pub const NO_SECRET: Refusal = Refusal {
-    code: 4003,
+    code: close::FORBIDDEN,
     reason: "No registration secret configured",
 };
 pub const INVALID_SECRET: Refusal = Refusal {
-    code: 4003,
+    code: close::FORBIDDEN,
     reason: "Invalid secret",
 };
 pub const TIMED_OUT: Refusal = Refusal {
-    code: 4001,
+    code: close::AUTH_REQUIRED,
     reason: "Registration timed out",
 };
 /// A first message that is not a well-formed REGISTRATION_REQUEST (policy violation).
 pub const INVALID_REQUEST: Refusal = Refusal {
-    code: 1008,
+    code: close::POLICY_VIOLATION,
     reason: "Invalid registration request",
 };
 /// The server's own text for a socket replaced by a newer one (server spec).
 pub const REPLACED: Refusal = Refusal {
-    code: 4000,
+    code: close::SESSION_ENDED,
     reason: "Replaced by new connection",
 };
 
@@ -108,7 +109,7 @@ const MAX_FIELD: usize = 1024;
 pub fn parse_registration(text: &str) -> Result<RegistrationRequest, String> {
     let v: Value = serde_json::from_str(text).map_err(|_| "message is not JSON".to_string())?;
     match v.get("type").and_then(Value::as_str) {
-        Some("REGISTRATION_REQUEST") => {}
+        Some(kind::REGISTRATION_REQUEST) => {}
         Some(other) => return Err(format!("expected REGISTRATION_REQUEST, got {other}")),
         None => return Err("message has no type".into()),
     }

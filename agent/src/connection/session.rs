@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use vrrp_protocol::{ActivityAck, ActivityEvent, Reading};
+use vrrp_protocol::{kind, ActivityAck, ActivityEvent, Reading};
 
 use crate::reader::TriggerSource;
 
@@ -86,8 +86,8 @@ pub struct Ctx<'a> {
 /// procedure (it is awaited before a session exists); AUTH_FAILURE is not handled on its
 /// own (the server closes the socket).
 pub const HANDLERS: &[(&str, Handler)] = &[
-    ("REQUEST_STATE_UPDATE", Session::request_state_update),
-    ("ACTIVITY_ACK", Session::activity_ack),
+    (kind::REQUEST_STATE_UPDATE, Session::request_state_update),
+    (kind::ACTIVITY_ACK, Session::activity_ack),
 ];
 
 pub struct Session {
@@ -184,7 +184,7 @@ impl Session {
         if send {
             match serde_json::to_value(reading.as_ref()) {
                 Ok(v) => {
-                    out.push(Action::Send(envelope("KEEPALIVED_UPDATE", v)));
+                    out.push(Action::Send(envelope(kind::KEEPALIVED_UPDATE, v)));
                     self.last_sent = Some((reading.clone(), ctx.now));
                 }
                 Err(e) => log::error!("reading cannot be encoded: {e}"),
@@ -255,7 +255,10 @@ impl Session {
             self.offered.insert(e.id.clone(), ctx.now);
         }
         log::debug!("offering {} activity events", due.len());
-        vec![Action::Send(envelope("ACTIVITY", json!({ "events": due })))]
+        vec![Action::Send(envelope(
+            kind::ACTIVITY,
+            json!({ "events": due }),
+        ))]
     }
 }
 

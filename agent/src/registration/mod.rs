@@ -215,10 +215,9 @@ impl OutboundRefused {
         match self {
             OutboundRefused::Closed(r) => *r,
             OutboundRefused::InvalidSecret => outbound::INVALID_SECRET,
-            OutboundRefused::Store(_) => Refusal {
-                code: 1011,
-                reason: "Identity not stored",
-            },
+            OutboundRefused::Store(_) => {
+                Refusal::new(vrrp_protocol::close::INTERNAL_ERROR, "Identity not stored")
+            }
         }
     }
 }

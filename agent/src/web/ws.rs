@@ -23,6 +23,7 @@ use serde_json::json;
 use tiny_http::{Header, Request, Response};
 use tungstenite::protocol::Role;
 use tungstenite::{Message, WebSocket};
+use vrrp_protocol::{close, kind};
 
 use super::state::WebState;
 use crate::connection::dial::{self, Accepted, Socket, Stream};
@@ -235,22 +236,16 @@ fn register(
             state.queue.add_server(&identity.client_id);
             send(
                 &mut ws,
-                "REGISTRATION_SUCCESS",
+                kind::REGISTRATION_SUCCESS,
                 json!({ "hostname": state.hostname }),
             );
-            refuse(
-                &mut ws,
-                Refusal {
-                    code: 1000,
-                    reason: "",
-                },
-            );
+            refuse(&mut ws, Refusal::new(close::NORMAL, ""));
         }
         Err(OutboundRefused::Closed(r)) => refuse(&mut ws, r),
         Err(e @ (OutboundRefused::InvalidSecret | OutboundRefused::Store(_))) => {
             send(
                 &mut ws,
-                "REGISTRATION_FAILURE",
+                kind::REGISTRATION_FAILURE,
                 json!({ "error": e.text() }),
             );
             refuse(&mut ws, e.refusal());
