@@ -865,8 +865,13 @@ fn the_agents_status_page_lists_each_server_it_reports_to() {
     );
     let rows = rows.as_array().unwrap();
     assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_ne!(rows[0][0], rows[1][0], "the two servers told apart");
     for row in rows {
-        assert_eq!(row[0], "dials this agent", "{row:?}");
+        let server = row[0].as_str().unwrap();
+        assert!(
+            server.starts_with("dials this agent (as client "),
+            "{row:?}"
+        );
         assert_eq!(row[1], "outbound", "{row:?}");
         assert_eq!(row[2], "connected", "{row:?}");
     }
