@@ -141,12 +141,9 @@ pub struct VrrpInstance {
     /// ISO 8601 UTC, from keepalived's own clock.
     #[serde(deserialize_with = "lenient")]
     pub last_transition: Option<String>,
-    /// Counters with flat snake_case keys (`advertisements_received`, ...).
-    /// Left out when absent: the last-known instances carry none (spec).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient_counters"
-    )]
+    /// Counters with flat snake_case keys (`advertisements_received`, ...);
+    /// `null` when the counters dump was not read ("object or null", spec).
+    #[serde(deserialize_with = "lenient_counters")]
     pub stats: Option<BTreeMap<String, u64>>,
     /// What keepalived tracks for this instance (scripts, interfaces, files,
     /// processes), each with its state as keepalived words it. Optional under the
@@ -368,7 +365,12 @@ pub struct KeepalivedState {
     pub instances: Vec<VrrpInstance>,
     #[serde(deserialize_with = "lenient_list")]
     pub sync_groups: Vec<SyncGroup>,
-    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    /// Set by the server; its counters are left out (spec), not written as null.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "without_counters",
+        deserialize_with = "lenient"
+    )]
     pub last_known_instances: Option<Vec<VrrpInstance>>,
     /// Fields this build does not know, kept as they came (the server stores and
     /// rebroadcasts them: a newer agent's fields survive an older server).
@@ -378,6 +380,28 @@ pub struct KeepalivedState {
 
 /// The agent's name for one KeepalivedState it took.
 pub type Reading = KeepalivedState;
+
+/// Instances as `lastKnownInstances` carries them (and the server stores
+/// them): each without `stats`, which is left out rather than null (spec).
+pub fn instances_without_counters(instances: &[VrrpInstance]) -> Vec<Value> {
+    instances
+        .iter()
+        .map(|i| {
+            let mut v = serde_json::to_value(i).unwrap_or(Value::Null);
+            if let Some(o) = v.as_object_mut() {
+                o.remove("stats");
+            }
+            v
+        })
+        .collect()
+}
+
+fn without_counters<S: serde::Serializer>(
+    instances: &Option<Vec<VrrpInstance>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    instances_without_counters(instances.as_deref().unwrap_or_default()).serialize(s)
+}
 
 impl KeepalivedState {
     /// True when the reading describes a running keepalived that could be read.
@@ -692,8 +716,17 @@ mod tests {
         assert_eq!(r.instances[0].vrid, None);
         assert_eq!(r.instances[0].priority, None);
         assert_eq!(r.instances[0].vips, ["192.0.2.1"]);
-        // Absent counters stay absent (the last-known instances carry none).
+        // Absent counters are null ("object or null"); absent fault causes stay
+        // absent; the last-known instances carry no counters at all.
         let out = serde_json::to_value(&r.instances[0]).unwrap();
-        assert!(out.get("stats").is_none() && out.get("faultCauses").is_none());
+        assert!(out["stats"].is_null() && out.get("stats").is_some());
+        assert!(out.get("faultCauses").is_none());
+        let mut known = r.clone();
+        known.instances[0].stats = Some(BTreeMap::from([("x".to_string(), 1)]));
+        known.last_known_instances = Some(known.instances.clone());
+        let out = serde_json::to_value(&known).unwrap();
+        assert_eq!(out["instances"][0]["stats"]["x"], 1);
+        assert!(out["lastKnownInstances"][0].get("stats").is_none());
+        assert_eq!(out["lastKnownInstances"][0]["name"], "VI_1");
     }
 }

@@ -224,7 +224,9 @@ impl Latest {
         let payload = serde_json::to_string(&reading).unwrap_or_default();
         // Known without the stored row unless keepalived is down or unreadable.
         let last_known = match next_last_known(&reading, None) {
-            Some(own) => Known::Now(serde_json::to_string(&own).ok()),
+            Some(own) => Known::Now(
+                serde_json::to_string(&vrrp_protocol::instances_without_counters(&own)).ok(),
+            ),
             None if reading.readable() => Known::Now(None),
             None => Known::Previous,
         };
@@ -405,7 +407,7 @@ mod tests {
         let known = next_last_known(&with, None).unwrap();
         assert_eq!(known[0].name, "VI_1");
         assert!(known[0].stats.is_none(), "counters are left out");
-        let json = serde_json::to_value(&known).unwrap();
+        let json = vrrp_protocol::instances_without_counters(&known);
         assert!(json[0].get("stats").is_none(), "counters are left out");
         let stopped = parse(json!({"collectedAt": "t", "running": false})).unwrap();
         assert_eq!(
