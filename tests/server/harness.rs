@@ -224,8 +224,12 @@ pub fn parse_log(text: &str) -> Vec<Value> {
         .collect()
 }
 
+/// A client as a well-behaved one is: it reuses a kept-alive connection only
+/// well within the server's 5 s keep-alive (ureq's default is 15 s), so a
+/// request never meets the reaper closing that connection (a reset in CI).
 pub fn http_agent() -> ureq::Agent {
     ureq::Agent::config_builder()
+        .max_idle_age(Duration::from_secs(2))
         .http_status_as_error(false)
         .max_redirects(0)
         .timeout_global(Some(Duration::from_secs(20)))

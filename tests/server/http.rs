@@ -72,8 +72,11 @@ fn hsts_when_configured() {
 fn an_oversized_body_is_refused() {
     let server = Server::start();
     let big = format!("{{\"username\": \"{}\"}}", "x".repeat(1024 * 1024 + 10));
+    // The body is left unread: the answer says the connection ends, and the
+    // server reads on until the client has sent it (no reset, no broken pipe).
     let a = server.post("/api/login", Auth::None, &big);
     assert_eq!(a.status, 413);
+    assert_eq!(a.header("connection"), Some("close"));
     assert_eq!(server.get("/api/health", Auth::None).status, 200);
 }
 

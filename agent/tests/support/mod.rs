@@ -95,8 +95,11 @@ pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T
     }
 }
 
+/// Reuses a kept-alive connection only well within the servers' 5 s
+/// keep-alive (see tests/server/harness.rs).
 pub fn http() -> ureq::Agent {
     ureq::Agent::config_builder()
+        .max_idle_age(Duration::from_secs(2))
         .http_status_as_error(false)
         .timeout_global(Some(Duration::from_secs(20)))
         .max_redirects(0)

@@ -41,7 +41,19 @@ pub struct ClientConnection {
     // vrrp-monitor patch: bodies up to this size are read before the request is
     // handed out (see `Request::prebuffer`); 0: not at all
     prebuffer: usize,
+
+    // vrrp-monitor patch: the last request's body was left unread; before the
+    // connection ends, discard what the client still sends (see `linger`)
+    linger: bool,
 }
+
+/// vrrp-monitor patch: a lingering close. After answering a request whose body
+/// it did not read (413), the server reads and discards at most this much, for
+/// at most `LINGER_FOR`, before it closes: closing with the client's bytes
+/// unread makes the kernel send a reset, and a client still writing its body
+/// then never reads the answer (it sees "broken pipe" or "connection reset").
+const LINGER_BYTES: usize = 4 * 1024 * 1024;
+const LINGER_FOR: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Error that can happen when reading a request.
 #[derive(Debug)]
@@ -83,6 +95,7 @@ impl ClientConnection {
             secure,
             head_deadline: None,
             prebuffer: 0,
+            linger: false,
         }
     }
 
@@ -101,6 +114,22 @@ impl ClientConnection {
     /// true if the connection is HTTPS
     pub fn secure(&self) -> bool {
         self.secure
+    }
+
+    /// vrrp-monitor patch: reads and drops what follows the unread body, once
+    /// the request's own reader is done (the sequence waits for it, so the
+    /// answer is written by then), within `LINGER_BYTES` and `LINGER_FOR` (a
+    /// read blocks at most the socket's read timeout past it).
+    fn discard_rest(&mut self) {
+        let until = std::time::Instant::now() + LINGER_FOR;
+        let mut buf = [0u8; 8192];
+        let mut left = LINGER_BYTES;
+        while left > 0 && std::time::Instant::now() < until {
+            match self.next_header_source.read(&mut buf[..left.min(8192)]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => left -= n,
+            }
+        }
     }
 
     /// Reads the next line from self.next_header_source.
@@ -239,6 +268,8 @@ impl ClientConnection {
                 // The rest of this body is still on the socket: never parse
                 // it as a request (smuggling), and never drain it unbounded.
                 self.no_more_requests = true;
+                self.linger = true;
+                request.close_after();
             }
         }
 
@@ -265,6 +296,9 @@ impl Iterator for ClientConnection {
         // the client sent a "connection: close" header in this previous request
         //  or is using HTTP 1.0, meaning that no new request will come
         if self.no_more_requests {
+            if std::mem::take(&mut self.linger) {
+                self.discard_rest();
+            }
             return None;
         }
 
@@ -272,7 +306,9 @@ impl Iterator for ClientConnection {
             let rq = match self.read() {
                 Err(ReadError::WrongRequestLine) => {
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(400)).with_header(no_referrer());
+                    let response = Response::new_empty(StatusCode(400))
+                        .with_header(no_referrer())
+                        .closing();
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
@@ -282,7 +318,9 @@ impl Iterator for ClientConnection {
 
                 Err(ReadError::WrongHeader(ver)) => {
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(400)).with_header(no_referrer());
+                    let response = Response::new_empty(StatusCode(400))
+                        .with_header(no_referrer())
+                        .closing();
                     response.raw_print(writer, ver, &[], false, None).ok();
                     return None; // we don't know where the next request would start,
                                  // se we have to close
@@ -299,8 +337,8 @@ impl Iterator for ClientConnection {
                             .parse::<crate::Header>()
                             .unwrap(),
                     )
-                    .with_header("Connection: close".parse::<crate::Header>().unwrap())
-                    .with_header(no_referrer());
+                    .with_header(no_referrer())
+                    .closing();
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
@@ -310,7 +348,9 @@ impl Iterator for ClientConnection {
                 Err(ReadError::ReadIoError(ref err)) if err.kind() == ErrorKind::TimedOut => {
                     // request timeout
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(408)).with_header(no_referrer());
+                    let response = Response::new_empty(StatusCode(408))
+                        .with_header(no_referrer())
+                        .closing();
                     response
                         .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                         .ok();
@@ -319,7 +359,9 @@ impl Iterator for ClientConnection {
 
                 Err(ReadError::ExpectationFailed(ver)) => {
                     let writer = self.sink.next().unwrap();
-                    let response = Response::new_empty(StatusCode(417)).with_header(no_referrer());
+                    let response = Response::new_empty(StatusCode(417))
+                        .with_header(no_referrer())
+                        .closing();
                     response.raw_print(writer, ver, &[], true, None).ok();
                     return None; // TODO: should be recoverable, but needs handling in case of body
                 }
@@ -341,7 +383,8 @@ impl Iterator for ClientConnection {
                     "This server only supports HTTP versions 1.0 and 1.1".to_owned(),
                 )
                 .with_status_code(StatusCode(505))
-                .with_header(no_referrer());
+                .with_header(no_referrer())
+                .closing();
                 response
                     .raw_print(writer, HTTPVersion(1, 1), &[], false, None)
                     .ok();

@@ -74,6 +74,10 @@ pub struct Request {
 
     // If Some, a message must be sent after responding
     notify_when_responded: Option<Sender<()>>,
+
+    // vrrp-monitor patch: the connection ends after this request's answer (its
+    // body was left unread), so the answer says `Connection: close`
+    closes_after: bool,
 }
 
 struct NotifyOnDrop<R> {
@@ -244,6 +248,7 @@ where
         headers,
         body_length: content_length,
         must_send_continue: expects_continue,
+        closes_after: false,
         notify_when_responded: None,
     })
 }
@@ -260,6 +265,11 @@ impl Request {
     /// `Ok(true)`: the whole body (if any) is in memory; `Ok(false)`: some of
     /// it was left unread, so the connection must take no further request
     /// (its next bytes would be the rest of this body, not a request).
+    /// vrrp-monitor patch: the connection ends after this request's answer.
+    pub(crate) fn close_after(&mut self) {
+        self.closes_after = true;
+    }
+
     pub(crate) fn prebuffer(
         &mut self,
         limit: usize,
@@ -519,6 +529,11 @@ impl Request {
         let mut writer = self.extract_writer_impl();
 
         let do_not_send_body = self.method == Method::Head;
+        let response = if self.closes_after {
+            response.closing()
+        } else {
+            response
+        };
 
         Self::ignore_client_closing_errors(response.raw_print(
             writer.by_ref(),

@@ -187,6 +187,15 @@ impl<R> Response<R>
 where
     R: Read,
 {
+    /// vrrp-monitor patch: says `Connection: close`, which `add_header` refuses
+    /// (it owns that header): for an answer after which the connection ends,
+    /// so that the client does not send its next request on it.
+    pub(crate) fn closing(mut self) -> Self {
+        self.headers
+            .push(Header::from_bytes(&b"Connection"[..], &b"close"[..]).expect("a valid header"));
+        self
+    }
+
     /// Creates a new Response object.
     ///
     /// The `additional_headers` argument is a receiver that
