@@ -127,6 +127,14 @@ impl Agent {
         assert!(resp.status().is_success(), "notify: {}", resp.status());
     }
 
+    /// Waits until the agent has two servers and a session with each.
+    fn wait_both_connected(&self) {
+        wait_for("both servers connected", 20, || {
+            let s = self.servers();
+            (s.len() == 2 && s.iter().all(|x| x["connected"] == true)).then_some(())
+        });
+    }
+
     fn servers(&self) -> Vec<Value> {
         self.get("/api/status/connection").2["servers"]
             .as_array()
@@ -277,10 +285,7 @@ fn both_servers_get_every_event_once_and_a_returning_server_catches_up() {
             "token in the log"
         );
     }
-    wait_for("both connected", 20, || {
-        let s = agent.servers();
-        (s.len() == 2 && s.iter().all(|x| x["connected"] == true)).then_some(())
-    });
+    agent.wait_both_connected();
 
     // Live: both servers record the same events, each once; the queue empties.
     agent.keepalived(true);
@@ -385,10 +390,7 @@ fn two_servers_register_the_agent_outbound_and_both_dial_it() {
     assert_eq!(identity["clientId"], ids[0].as_str());
     assert_eq!(extra["servers"][0]["clientId"], ids[1].as_str());
     assert!(extra["servers"][0].get("serverUrl").is_none(), "{extra}");
-    wait_for("both servers' sessions", 20, || {
-        let s = agent.servers();
-        (s.len() == 2 && s.iter().all(|x| x["connected"] == true)).then_some(())
-    });
+    agent.wait_both_connected();
     agent.keepalived(true);
     let on_a = wait_events(&sa, &admin_a, 2);
     let on_b = wait_events(&sb, &admin_b, 2);
@@ -458,10 +460,7 @@ fn a_one_server_data_dir_loads_unchanged_and_takes_a_second_server() {
         identity,
         "the first server's identity is kept byte for byte"
     );
-    wait_for("both connected", 20, || {
-        let s = agent.servers();
-        (s.len() == 2 && s.iter().all(|x| x["connected"] == true)).then_some(())
-    });
+    agent.wait_both_connected();
     agent.keepalived(true);
     let on_a = wait_events(&sa, &admin_a, 2);
     assert_eq!(on_a, wait_events(&sb, &admin_b, 2));
