@@ -20,5 +20,5 @@ done
 # 2,000 agent connections: one socket and thread each, in the server and the load generator.
 ulimit -n 65536 2>/dev/null || true
 cargo build --release --bins
-cargo test --release --test browser bench_dashboard -- --ignored --nocapture 2>&1 |
+cargo test --release --features test-browser --test browser bench_dashboard -- --ignored --nocapture 2>&1 |
   grep -E '^(  |stored|connect ramp|vrrp-load: (registered|connected)|---|first load|time to|messages|main thread|overview ->|cluster detail)|panicked|FAILED|error'

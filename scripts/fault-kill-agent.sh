@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 . scripts/lib/fault-test.sh
 cargo build -q --workspace --bins || exit 1
 run_fault_test "agent kill9" env VRRP_AGENT_KILL_ROUNDS="${1:-50}" \
-  cargo test -q -p vrrp-agent --test lab_agent_kill -- --nocapture
+  cargo test -q -p vrrp-agent --features test-lab --test e2e lab_agent_kill:: -- --nocapture

@@ -8,4 +8,4 @@ cd "$(dirname "$0")/.."
 . scripts/lib/fault-test.sh
 cargo build -q --workspace --bins || exit 1
 run_fault_test partition env VRRP_PARTITION_SECS="${1:-300}" \
-  cargo test -q -p vrrp-agent --test lab_partition -- --ignored --nocapture
+  cargo test -q -p vrrp-agent --features test-lab --test e2e lab_partition:: -- --ignored --nocapture

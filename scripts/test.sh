@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Runs every test of the workspace: unit tests, the server's and the agent's
-# integration tests (real binaries on free ports), and the agent's tests against
-# real keepalived in network namespaces (../shared/lab/vrrp-lab.sh, needs root).
+# Runs every test of the workspace, every tier (doc/testing.md):
+#  - quick: unit tests and the real binaries on free loopback ports (plain
+#    `cargo test`, any user, nothing but Rust);
+#  - lab: root and real keepalived in network namespaces (scripts/lab);
+#  - browser: the dashboard in headless Chromium over WebDriver;
+#  - node: the OIDC tests' identity provider (Node.js);
+#  - packaging: the static tarballs, in a Debian 11 root and under qemu-aarch64;
+#  - prometheus: promtool and a real Prometheus reading /metrics.
+# The cargo feature `test-all` turns the opt-in tiers on (test-support/src/tier.rs).
 #
-# On a fresh Debian machine it first installs what the build and the tests need from
-# Debian's packages (scripts/install-test-deps.sh: keepalived for the lab,
-# iproute2/procps/util-linux for namespaces,
-# Node.js and npm for the OIDC tests), then the OIDC tests' identity provider (npm's
-# certified `oidc-provider`, pinned in tests/oidc/package-lock.json) from the npm
-# registry into tests/oidc/node_modules.
+# On a fresh Debian machine it first installs what the build and the tiers need from
+# Debian's packages (scripts/install-test-deps.sh, as root), then the OIDC tests'
+# identity provider (npm's certified `oidc-provider`, pinned in
+# tests/oidc/package-lock.json) from the npm registry into tests/oidc/node_modules.
+# Arguments go to `cargo test` (for example a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,7 +24,7 @@ if [ ! -f tests/oidc/node_modules/oidc-provider/package.json ]; then
   (cd tests/oidc && npm ci --no-audit --no-fund)
 fi
 
-# End-to-end tests start binaries of other packages (the agent's tests start the
-# server): build every binary first, so each finds the others beside its own.
-cargo build --workspace --bins
-cargo test --workspace --all-targets "$@"
+# `cargo test --workspace` builds every member's binaries before any test runs, so
+# the agent's tests find the server beside their own binary and the server's find
+# the load generator (test-support's `binary`).
+cargo test --workspace --all-targets --features test-all "$@"

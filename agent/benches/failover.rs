@@ -3,15 +3,12 @@
 //! `cargo bench` (which passes `--bench`); `cargo test --all-targets` starts it with
 //! nothing to do.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use std::fs;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::inbound::*;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::*;
 
 fn main() {
     bench_main(bench_failover);

@@ -17,13 +17,10 @@
 //! A benchmark, not a test: it runs only under `cargo bench` (which passes
 //! `--bench`); `cargo test --all-targets` starts it with nothing to do.
 
-#[path = "../tests/support/mod.rs"]
-mod support;
-
 use serde_json::Value;
-use support::inbound::*;
-use support::lab::Lab;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::lab::Lab;
+use vrrp_test_support::*;
 
 /// The lab's VI_1: advert_int 1 s, so 3 x 1 s + 1 s.
 const MASTER_DOWN_MS: f64 = 4000.0;

@@ -59,6 +59,12 @@ use std::net::TcpStream;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+/// Every command; each says its own flags when they are wrong.
+const USAGE: &str = "usage: vrrp-load COMMAND ARGS..., COMMAND one of: http ADDR PATH --token T \
+[--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS] | agents | activity \
+| outbound | outbound-reconnect | hostile | soak | evaluator | webhooks (the benchmarks under \
+scripts/ show each one's arguments)";
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -72,7 +78,7 @@ fn main() -> ExitCode {
         Some("soak") => soak::run(&args[1..]),
         Some("evaluator") => evaluator(&args[1..]),
         Some("webhooks") => webhooks::run(&args[1..]),
-        _ => Err("usage: vrrp-load http ADDR PATH --token T [--connections N] [--requests N] | idle ADDR [--connections N] [--hold-ms MS]".into()),
+        _ => Err(USAGE.into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,17 +11,11 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t0.elapsed() < WAIT, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
+/// [`vrrp_test_support::wait_for`] for as long as a wait for the page lasts.
+pub fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
+    vrrp_test_support::wait_for(what, WAIT.as_secs(), f)
 }
 
 /// The real agent binary, built beside the server's (`cargo build --workspace
@@ -167,6 +161,10 @@ fn value_of(b: &Browser, css: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page() {
     let server = Server::start();
     let admin = server.admin();
@@ -345,6 +343,10 @@ fn an_inbound_host_is_added_with_a_token_from_the_wizard_and_the_agents_own_page
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn an_outbound_host_is_added_through_the_wizard_and_a_wrong_pin_is_explained() {
     let server = Server::start();
     let admin = server.admin();
@@ -409,6 +411,10 @@ fn an_outbound_host_is_added_through_the_wizard_and_a_wrong_pin_is_explained() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_template() {
     let server = Server::start();
     let admin = server.admin();
@@ -544,6 +550,10 @@ fn a_webhook_from_the_slack_template_previews_tests_and_locates_a_broken_templat
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
     let server = Server::start();
     let admin = server.admin();
@@ -629,6 +639,10 @@ fn a_retention_change_and_a_cleanup_run_show_in_the_scheduler_status_live() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() {
     let server = Server::start();
     let admin = server.admin();
@@ -727,6 +741,10 @@ fn users_are_created_and_deleted_and_an_own_password_change_keeps_the_session() 
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_administration_views_fit_a_phone() {
     let server = Server::start();
     let b = Browser::start(375, 740);

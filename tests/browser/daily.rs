@@ -35,6 +35,10 @@ fn highlighted(b: &Browser) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn counters_are_highlighted_only_on_a_fault_of_the_members_own_role() {
     let server = Server::start();
     let admin = server.admin();
@@ -128,6 +132,10 @@ fn counters_are_highlighted_only_on_a_fault_of_the_members_own_role() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does() {
     let server = Server::start();
     let admin = server.admin();
@@ -312,6 +320,10 @@ fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn leaving_a_half_typed_webhook_form_asks_first() {
     let server = Server::start();
     let b = Browser::start(1280, 900);
@@ -365,6 +377,10 @@ pub fn sideways(b: &Browser) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn every_view_fits_a_phone_without_sideways_scrolling() {
     let server = Server::start();
     let admin = server.admin();
@@ -428,6 +444,10 @@ fn every_view_fits_a_phone_without_sideways_scrolling() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_words_of_a_split_brain_the_overview_and_a_used_token() {
     let server = Server::start();
     let admin = server.admin();
@@ -527,6 +547,10 @@ fn path_is(b: &Browser, path: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn esc_closes_the_editors_and_the_add_a_host_wizard_keeps_typing_until_told() {
     let server = Server::start();
     let admin = server.admin();
@@ -648,6 +672,10 @@ fn esc_closes_the_editors_and_the_add_a_host_wizard_keeps_typing_until_told() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_webhook_list_says_a_failed_delivery_in_words_and_wraps_a_long_url_between_parts() {
     let server = Server::start();
     let admin = server.admin();
@@ -736,6 +764,10 @@ fn the_webhook_list_says_a_failed_delivery_in_words_and_wraps_a_long_url_between
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_it() {
     let server = Server::start();
     let admin = server.admin();
@@ -826,6 +858,10 @@ fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_agents_status_page_lists_each_server_it_reports_to() {
     // Issue 36: an agent that two servers registered (both dial it, outbound,
     // with the one setup PIN) shows one row per server on its status page.

@@ -89,6 +89,10 @@ fn member_notes(b: &Browser) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn a_fault_member_shows_its_cause_and_a_disagreeing_backup_is_marked() {
     let server = Server::start();
     let admin = server.admin();

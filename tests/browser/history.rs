@@ -52,6 +52,10 @@ fn show_range(b: &Browser, range: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_one_timeline_shows_the_history_over_24_hours_7_days_and_30_days_with_figures() {
     // Hosts with these ids held the history; the agents that connect after the
     // restart are new ones of the same names (so one more master change).
@@ -137,6 +141,10 @@ fn the_one_timeline_shows_the_history_over_24_hours_7_days_and_30_days_with_figu
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn silencing_a_cluster_from_its_detail_view() {
     let server = Server::start();
     let admin = server.admin();

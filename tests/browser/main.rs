@@ -164,6 +164,10 @@ fn marker_kept(b: &Browser) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn a_failover_shows_live_with_timeline_toast_and_client_detail() {
     let server = Server::start();
     let admin = server.admin();
@@ -292,6 +296,10 @@ fn a_failover_shows_live_with_timeline_toast_and_client_detail() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn activity_filters_mark_seen_and_delete_all() {
     let server = Server::start();
     let admin = server.admin();
@@ -440,6 +448,10 @@ fn activity_filters_mark_seen_and_delete_all() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn logout_and_a_deleted_user_return_to_login() {
     let server = Server::start();
     let admin = server.admin();
@@ -501,6 +513,10 @@ fn logout_and_a_deleted_user_return_to_login() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn names_from_agents_and_operators_are_shown_as_text() {
     const XSS: &str = "<img src=x onerror=alert(1)>";
     let server = Server::start();
@@ -536,6 +552,10 @@ fn names_from_agents_and_operators_are_shown_as_text() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn a_server_restart_mid_session_reconnects_and_a_phone_width_works() {
     let server = Server::start();
     let admin = server.admin();
@@ -587,6 +607,10 @@ fn a_server_restart_mid_session_reconnects_and_a_phone_width_works() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn an_ending_session_and_the_login_rate_limit_are_shown() {
     let server = harness::Launch::new().config("jwtExpiresIn: 3s\n").start();
     let b = Browser::start(1024, 768);

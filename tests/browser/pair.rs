@@ -32,6 +32,10 @@ fn receiver() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_heartbeat_card_shows_failure_and_success_and_a_standby_server_says_so() {
     let closed = free_port();
     let server = Launch::new()

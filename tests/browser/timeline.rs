@@ -106,6 +106,10 @@ fn is_master_colour(v: &Value) -> bool {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-browser"),
+    ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
+)]
 fn the_master_timeline_draws_stored_history_with_uplot() {
     let server = Server::start();
     let admin = server.admin();

@@ -22,25 +22,12 @@ pub struct Browser {
     _profile: tempfile::TempDir,
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|p| p.join(name))
-            .find(|p| p.is_file())
-    })
-}
+use vrrp_test_support::{free_port, which};
 
 impl Browser {
     /// Headless Chromium of `width` x `height` CSS pixels.
     pub fn start(width: u32, height: u32) -> Browser {
+        vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Browser);
         let driver_bin = which("chromedriver")
             .expect("chromedriver is not installed (apt-get install chromium chromium-driver; scripts/test.sh does it)");
         let chromium = which("chromium").expect("chromium is not installed");

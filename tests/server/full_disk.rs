@@ -103,7 +103,12 @@ fn lines_with(server: &Server, needle: &str) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root mounts a small file system; --features test-lab (scripts/test.sh)"
+)]
 fn a_full_data_disk_refuses_writes_clearly_and_recovers_by_itself() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Lab);
     let launch = Launch::new();
     let disk = SmallDisk::mount(&launch.data_dir(), "6m");
     let server = launch.start();

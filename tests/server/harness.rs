@@ -18,25 +18,12 @@ pub fn binary() -> &'static str {
 }
 
 /// The load generator (package `vrrp-load`), built beside the server by
-/// `cargo build --workspace --bins` (scripts/test.sh does it first): Cargo
-/// hands a test only its own package's binaries.
+/// `cargo test --workspace`: Cargo hands a test only its own package's binaries.
 pub fn load_binary() -> std::path::PathBuf {
-    let path = Path::new(binary()).with_file_name("vrrp-load");
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build --workspace --bins` first",
-        path.display()
-    );
-    path
+    vrrp_test_support::binary("vrrp-load")
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use vrrp_test_support::free_port;
 
 /// How to start a server.
 pub struct Launch {

@@ -71,6 +71,7 @@ fn fleet(server: &Server) -> Vec<crate::harness::Ws> {
 }
 
 fn promtool_check(text: &str) -> (bool, String) {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Prometheus);
     let mut child = Command::new("promtool")
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -94,6 +95,10 @@ fn promtool_check(text: &str) -> (bool, String) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-prometheus"),
+    ignore = "prometheus tier: prometheus and promtool; --features test-prometheus (scripts/test.sh)"
+)]
 fn metrics_show_clusters_agents_and_instances_and_pass_promtool() {
     let server = Launch::new().start();
     let _sockets = fleet(&server);
@@ -155,6 +160,10 @@ fn metrics_show_clusters_agents_and_instances_and_pass_promtool() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-prometheus"),
+    ignore = "prometheus tier: prometheus and promtool; --features test-prometheus (scripts/test.sh)"
+)]
 fn promtool_rejects_what_the_test_would_miss() {
     // The check above is only worth something if promtool finds faults.
     let (clean, said) = promtool_check("# TYPE requests counter\nrequests 1\n");
@@ -162,7 +171,12 @@ fn promtool_rejects_what_the_test_would_miss() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-prometheus"),
+    ignore = "prometheus tier: prometheus and promtool; --features test-prometheus (scripts/test.sh)"
+)]
 fn the_example_alert_rules_pass_promtool() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Prometheus);
     let rules = concat!(env!("CARGO_MANIFEST_DIR"), "/doc/prometheus-alerts.yml");
     let out = Command::new("promtool")
         .args(["check", "rules", rules])
@@ -212,7 +226,12 @@ fn query(port: u16, q: &str) -> Vec<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-prometheus"),
+    ignore = "prometheus tier: prometheus and promtool; --features test-prometheus (scripts/test.sh)"
+)]
 fn a_real_prometheus_scrapes_the_server() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Prometheus);
     let server = Launch::new().start();
     let _sockets = fleet(&server);
     scrape_until(&server, |b| {

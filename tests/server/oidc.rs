@@ -22,6 +22,7 @@ fn provider_dir() -> PathBuf {
 /// Installs the provider from the npm registry once per test run when missing
 /// (scripts/test.sh does the same before the run).
 fn install_provider() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Node);
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let dir = provider_dir();
@@ -419,6 +420,10 @@ fn assert_failed(page: &Page, reason: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn login_through_the_provider_and_back() {
     let (_provider, launch) = start_pair(3600);
     let server = launch.start();
@@ -509,6 +514,10 @@ fn login_through_the_provider_and_back() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn users_are_mapped_by_name_then_email_and_must_have_oidc() {
     let (_provider, launch) = start_pair(3600);
     let server = launch.start();
@@ -551,6 +560,10 @@ fn users_are_mapped_by_name_then_email_and_must_have_oidc() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn tampered_replayed_and_foreign_states_are_refused() {
     let (_provider, launch) = start_pair(3600);
     let server = launch.start();
@@ -594,6 +607,10 @@ fn tampered_replayed_and_foreign_states_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn bad_id_tokens_are_refused() {
     let (mut provider, launch) = start_pair(3600);
     let server = launch.start();
@@ -646,6 +663,10 @@ fn bad_id_tokens_are_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn a_new_signing_key_at_the_provider_is_fetched_once() {
     let (mut provider, launch) = start_pair(3600);
     let server = launch.start();
@@ -673,6 +694,10 @@ fn a_new_signing_key_at_the_provider_is_fetched_once() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn logins_and_id_tokens_expire_on_the_servers_clock() {
     // id_tokens live two minutes at this provider.
     let (_provider, launch) = start_pair(120);
@@ -702,6 +727,10 @@ fn logins_and_id_tokens_expire_on_the_servers_clock() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn a_provider_that_cannot_be_discovered_ends_the_start() {
     let launch = Launch::new();
     let issuer = format!("http://127.0.0.1:{}", free_port());
@@ -719,6 +748,10 @@ fn a_provider_that_cannot_be_discovered_ends_the_start() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
 fn a_provider_certificate_that_is_not_trusted_ends_the_start() {
     // TLS is verified: a self-signed certificate (valid for localhost) is refused.
     let tls = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("agent/tests/fixtures/tls");

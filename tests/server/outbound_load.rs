@@ -10,7 +10,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const AGENTS: usize = 5;
 
@@ -26,12 +26,8 @@ fn outbound_clients(server: &Server, admin: &str) -> Vec<Value> {
         .collect()
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn wait_until(what: &str, done: impl FnMut() -> bool) {
+    vrrp_test_support::wait_until(what, 15, done);
 }
 
 #[test]

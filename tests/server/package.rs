@@ -9,7 +9,6 @@ use crate::static_tarballs::tarballs;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 pub fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("run");
@@ -57,18 +56,13 @@ impl Drop for Running {
     }
 }
 
-pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+pub use vrrp_test_support::wait_for;
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-packaging"),
+    ignore = "packaging tier: root, the static toolchain, debootstrap, qemu; --features test-packaging (scripts/test.sh)"
+)]
 fn the_tarball_unpacks_runs_as_the_units_would_and_registers_an_agent() {
     let work = tempfile::tempdir().unwrap();
     // The x86_64 tarball of scripts/package's one run (static_tarballs.rs checks

@@ -77,6 +77,7 @@ fn package() -> Result<Tarballs, String> {
 
 /// Both tarballs, built by the first test that asks (two release builds: once).
 pub fn tarballs() -> &'static Tarballs {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Packaging);
     static BUILT: OnceLock<Result<Tarballs, String>> = OnceLock::new();
     match BUILT.get_or_init(package) {
         Ok(t) => t,
@@ -104,6 +105,10 @@ fn unpack(arch: &str, dir: &Path) -> PathBuf {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-packaging"),
+    ignore = "packaging tier: root, the static toolchain, debootstrap, qemu; --features test-packaging (scripts/test.sh)"
+)]
 fn every_shipped_binary_is_static_and_the_sums_cover_both_tarballs() {
     let t = tarballs();
     eprintln!("{}", t.said);
@@ -186,6 +191,10 @@ fn health(base: &str) -> Option<Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-packaging"),
+    ignore = "packaging tier: root, the static toolchain, debootstrap, qemu; --features test-packaging (scripts/test.sh)"
+)]
 fn x86_64_tarball_runs_in_a_debian_11_root() {
     let t = tarballs();
     let root = bullseye_root();
@@ -327,6 +336,10 @@ fn x86_64_tarball_runs_in_a_debian_11_root() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-packaging"),
+    ignore = "packaging tier: root, the static toolchain, debootstrap, qemu; --features test-packaging (scripts/test.sh)"
+)]
 fn aarch64_tarball_runs_under_qemu_user() {
     let t = tarballs();
     let work = tempfile::tempdir().unwrap();

@@ -1,16 +1,28 @@
-//! A lab of ../shared/lab/vrrp-lab.sh for end-to-end tests; taken down on drop.
+//! A lab of `scripts/lab` (simulated hosts with real keepalived in network
+//! namespaces) for end-to-end tests; taken down on drop.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use super::wait_for;
 
+/// The repository's lab script, `scripts/lab`.
 pub fn lab_script() -> PathBuf {
-    if let Ok(p) = std::env::var("VRRP_LAB") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/lab/vrrp-lab.sh")
+    crate::repo_root().join("scripts/lab")
+}
+
+/// One lab at a time in a test process: VRRP timing on 2 cores is what the lab
+/// tests measure, and two labs at once would share those cores (the tests of one
+/// binary run on parallel threads).
+static ONE_LAB_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds the process's one lab slot until dropped (a panicking holder's slot is
+/// taken over, not poisoned: its lab was taken down by its own drop).
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    ONE_LAB_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 pub struct Lab {
@@ -22,25 +34,8 @@ pub struct Lab {
     pub state: PathBuf,
     /// Under /var/tmp: hosts have a private /tmp, so binaries and data live here.
     pub work: PathBuf,
-}
-
-fn which(name: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {name}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn effective_uid_is_root() -> bool {
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
+    /// Dropped after the lab is down (fields drop after `Drop::drop`).
+    _slot: std::sync::MutexGuard<'static, ()>,
 }
 
 impl Lab {
@@ -67,8 +62,7 @@ impl Lab {
                 });
             }
         }
-        c.env("VRRP_LAB", lab_script())
-            .env("LAB_PREFIX", &self.prefix)
+        c.env("LAB_PREFIX", &self.prefix)
             .env("LAB_STATE", &self.state)
             .env("LAB_FIFO_READER", "0");
         c
@@ -78,7 +72,7 @@ impl Lab {
         let out = self.cmd(args).stdin(Stdio::null()).output().unwrap();
         assert!(
             out.status.success(),
-            "vrrp-lab.sh {args:?} failed: {}{}",
+            "scripts/lab {args:?} failed: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
@@ -90,17 +84,10 @@ impl Lab {
         Lab::up_with(hosts, tag, &[])
     }
 
-    /// [`Lab::up`] with extra environment for `vrrp-lab.sh up` (`LAB_SYNC_GROUP=1`).
+    /// [`Lab::up`] with extra environment for `scripts/lab up` (`LAB_SYNC_GROUP=1`).
     pub fn up_with(hosts: usize, tag: &str, env: &[(&str, &str)]) -> Lab {
-        assert!(
-            effective_uid_is_root(),
-            "the lab tests need root (network, mount and PID namespaces)"
-        );
-        assert!(
-            Path::new("/usr/sbin/keepalived").exists() || which("keepalived"),
-            "the lab tests need keepalived (apt-get install -y keepalived)"
-        );
-        assert!(which("curl"), "the lab tests need curl");
+        crate::tier::require(crate::tier::Tier::Lab);
+        let slot = exclusive();
         let prefix = format!("{tag}{}", std::process::id() % 100_000);
         let work = PathBuf::from(format!("/var/tmp/vrrp-agent-test-{prefix}"));
         let _ = fs::remove_dir_all(&work);
@@ -110,6 +97,7 @@ impl Lab {
             state: work.join("lab-state"),
             prefix,
             work,
+            _slot: slot,
         };
         let out = lab
             .cmd(&["up", &hosts.to_string()])
@@ -119,7 +107,7 @@ impl Lab {
             .unwrap();
         assert!(
             out.status.success(),
-            "vrrp-lab.sh up failed: {}{}",
+            "scripts/lab up failed: {}{}",
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );

@@ -76,7 +76,7 @@ fn a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms() {
     let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
     cmd.args([
         "--exact",
-        "a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms",
+        "fatal::a_fatal_error_flushes_pending_events_and_exits_1_after_250_ms",
         "--nocapture",
     ])
     .env("VRRP_AGENT_FATAL_CHILD", dir.path());

@@ -6,12 +6,10 @@
 //!
 //! Needs root, keepalived, iproute2, util-linux, curl, python3.
 
-mod support;
-
 use serde_json::{json, Value};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::{free_port, http, request, wait_for};
+use vrrp_test_support::{free_port, http, request, wait_for};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
@@ -27,7 +25,13 @@ impl Drop for Demo {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn the_demo_comes_up_reacts_to_a_failover_and_leaves_nothing_behind() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Lab);
+    let _slot = vrrp_test_support::lab::exclusive();
     let prefix = format!("vdemo{}", std::process::id() % 100_000);
     let dir = format!("/var/tmp/vrrp-demo-test-{prefix}");
     let port = free_port();

@@ -9,14 +9,12 @@
 //! `scripts/fault-partition.sh` runs it and prints the counts.
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::changes::*;
-use support::inbound::*;
-use support::*;
+use vrrp_test_support::changes::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::*;
 
 fn cluster_events<'a>(activity: &'a Value, kind: &str, vrid: u64) -> Vec<&'a Value> {
     activity

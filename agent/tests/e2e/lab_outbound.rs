@@ -11,15 +11,13 @@
 //! nowhere in the server's database files.
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl, openssl.
 
-mod support;
-
 use std::fs;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::inbound::*;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::*;
 
 fn mgmt(host: &str) -> String {
     let n: u8 = host.trim_start_matches('h').parse().unwrap();
@@ -98,6 +96,10 @@ fn self_signed(dir: &std::path::Path, ip: &str) -> (String, String) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn the_server_registers_and_keeps_dialling_three_agents() {
     let (lab, mut server) = lab_with_server(3, "vout");
     server.start();

@@ -6,11 +6,9 @@
 //! turned bad (then good), and the `vrrp.state_changed` into FAULT carries the cause.
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl.
 
-mod support;
-
 use serde_json::Value;
-use support::inbound::*;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::*;
 
 /// The stored reading's instance `inst` of client `client`, when it has one.
 fn stored_instance(server: &Server, admin: &str, client: &str, inst: &str) -> Option<Value> {
@@ -117,6 +115,10 @@ fn expect_item(
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn fault_causes_from_real_keepalived_reach_the_server() {
     let (lab, mut server) = lab_with_server(2, "vfc"); // h1 130 MASTER, h2 120 BACKUP
     server.start();

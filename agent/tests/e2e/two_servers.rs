@@ -12,8 +12,6 @@
 //! up to the same activity list when it returns. Outbound: two servers register the
 //! agent through `/ws/register` and both dial it.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -21,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::{json, Value};
-use support::*;
+use vrrp_test_support::*;
 
 const NOTIFY_TOKEN: &str = "two-servers-notify-token";
 

@@ -4,16 +4,14 @@
 //! as soon as space returns, and delivers each exactly once.
 //! Needs root (mount, the lab), keepalived 2.2.x, iproute2, util-linux, curl.
 
-mod support;
-
 use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::inbound::*;
-use support::lab::Lab;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::lab::Lab;
+use vrrp_test_support::*;
 
 /// A small tmpfs as the agent's data directory, mounted inside the lab host (each
 /// host has its own mount namespace, so the files are reached through the host too).
@@ -82,6 +80,10 @@ fn count(log: &str, needle: &str) -> usize {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn a_full_agent_disk_keeps_events_in_memory_says_so_and_delivers_them_once() {
     let (lab, mut server) = lab_with_server(2, "vfd"); // h1 130 MASTER, h2 120
     server.start();

@@ -15,10 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-mod support;
-
-use support::lab::Lab;
-use support::wait_for;
+use vrrp_test_support::lab::Lab;
+use vrrp_test_support::wait_for;
 
 const TOKEN: &str = "lab-test-notify-token-42";
 
@@ -75,7 +73,7 @@ impl LabAgent {
 
     /// The agent's PID as this (the root) PID namespace sees it.
     fn pid(&self) -> Option<i32> {
-        crate::support::agent_pid(&self.bin, &self.data())
+        vrrp_test_support::agent_pid(&self.bin, &self.data())
     }
 
     fn signal(&self, sig: nix::sys::signal::Signal) {
@@ -210,6 +208,10 @@ fn endpoint_only() -> String {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn agent_follows_real_keepalived() {
     let lab = Lab::up(2, "vat"); // h1 (priority 120) is MASTER of VI_1 and VI_2, h2 (110) BACKUP
     fs::copy(

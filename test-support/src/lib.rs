@@ -1,7 +1,9 @@
-//! Shared by the agent's end-to-end tests: the real `vrrp-monitor` binary (built beside
-//! `vrrp-agent` by `cargo build --workspace --bins`), HTTP with a session cookie, and a
-//! dashboard socket.
-#![allow(dead_code)]
+//! What the tests of both binaries share: a free port, a bounded wait, the HTTP
+//! client they use, the workspace's binaries found beside the test, the real server
+//! and agent started as processes, the lab of real keepalived hosts
+//! (`scripts/lab`), and the opt-in test tiers with their prerequisites.
+//!
+//! It is a dev-dependency only: nothing here ships.
 
 use std::fs;
 use std::net::TcpListener;
@@ -12,8 +14,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 pub mod changes;
-pub mod inbound;
+pub mod host_agent;
 pub mod lab;
+pub mod tier;
 
 pub const ADMIN_PASSWORD: &str = "agent-e2e-admin-pw";
 
@@ -25,15 +28,56 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The server binary beside the agent's; a clear failure when it was not built.
-pub fn server_binary() -> PathBuf {
-    let p = Path::new(env!("CARGO_BIN_EXE_vrrp-agent")).with_file_name("vrrp-monitor");
+/// The workspace's binary `name` (`vrrp-monitor`, `vrrp-agent`, `vrrp-load`) of the
+/// profile the running test was built with: test executables live in
+/// `target/<profile>/deps/`, binaries one folder up. Cargo builds a package's own
+/// binaries before its integration tests and `cargo test --workspace` builds every
+/// member's; a clear failure when it is missing.
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("a test executable lives in target/<profile>/deps");
+    let p = profile_dir.join(name);
     assert!(
         p.exists(),
-        "{} is missing: the agent's end-to-end tests need the server binary; run `cargo build --workspace --bins` (scripts/test.sh does) before the tests",
+        "{} is missing: run `cargo build --workspace --bins` (or `cargo test --workspace`, which builds every member's binaries) before this test",
         p.display()
     );
     p
+}
+
+/// The server binary of this build.
+pub fn server_binary() -> PathBuf {
+    binary("vrrp-monitor")
+}
+
+/// The agent binary of this build.
+pub fn agent_binary() -> PathBuf {
+    binary("vrrp-agent")
+}
+
+/// The repository's root folder (scripts, fixtures and documents are read from it).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("test-support lives in the repository root")
+        .to_path_buf()
+}
+
+/// `name` on the PATH, if it is there.
+pub fn which(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join(name))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Whether this process runs as root (the lab needs namespaces and mounts).
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
 }
 
 /// Starts the real agent on `port` with its config, data and a stand-in `/proc`
@@ -48,7 +92,7 @@ pub fn spawn_agent(dir: &Path, config: &str, port: u16, log_level: &str) -> Chil
     if !cfg.exists() {
         fs::write(&cfg, config).unwrap();
     }
-    Command::new(env!("CARGO_BIN_EXE_vrrp-agent"))
+    Command::new(agent_binary())
         .env_clear()
         .env("SVC_CLIENT_CONFIG", &cfg)
         .env("SVC_CLIENT_DATA_DIR", dir.join("data"))
@@ -70,7 +114,7 @@ pub fn spawn_agent(dir: &Path, config: &str, port: u16, log_level: &str) -> Chil
 
 /// `main` of a lab benchmark: runs `bench` only under `cargo bench` (which passes
 /// `--bench`; `cargo test --all-targets` starts benchmarks with nothing to do), on
-/// its own thread: the lab is entered per thread, and `vrrp-lab.sh down` kills every
+/// its own thread: the lab is entered per thread, and `scripts/lab down` kills every
 /// process whose main thread lives in the lab's namespaces.
 pub fn bench_main(bench: fn()) {
     if !std::env::args().any(|a| a == "--bench") {
@@ -81,6 +125,7 @@ pub fn bench_main(bench: fn()) {
     }
 }
 
+/// Polls `f` every 20 ms until it gives a value; fails the test after `secs`.
 pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
     let t0 = Instant::now();
     loop {
@@ -95,8 +140,13 @@ pub fn wait_for<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T
     }
 }
 
+/// Polls `done` every 20 ms until it holds; fails the test after `secs`.
+pub fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    wait_for(what, secs, || done().then_some(()))
+}
+
 /// Reuses a kept-alive connection only well within the servers' 5 s
-/// keep-alive (see tests/server/harness.rs).
+/// keep-alive: a connection idle longer may meet the server's reaper closing it.
 pub fn http() -> ureq::Agent {
     ureq::Agent::config_builder()
         .max_idle_age(Duration::from_secs(2))

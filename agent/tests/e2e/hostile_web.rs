@@ -5,8 +5,6 @@
 //! says `Referrer-Policy: no-referrer`. The agent's stored state (its config
 //! file) is unchanged after each.
 
-mod support;
-
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -14,7 +12,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::*;
+use vrrp_test_support::*;
 
 /// The web server's timeouts (agent/src/web/mod.rs), the server's figures.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -3,13 +3,11 @@
 //! readings arrive. Both binaries are built beside each other (`cargo build
 //! --workspace --bins`, as scripts/test.sh does).
 
-mod support;
-
 use std::fs;
 use std::process::{Command, Stdio};
 
 use serde_json::{json, Value};
-use support::{free_port, request, server_binary, wait_for, Server};
+use vrrp_test_support::{free_port, request, server_binary, wait_for, Server};
 
 #[test]
 fn the_real_server_registers_the_agent_outbound_and_its_readings_arrive() {

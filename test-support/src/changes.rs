@@ -1,6 +1,5 @@
 //! Truth for the fault tests: the state changes keepalived made on a lab host (the
 //! lab's own FIFO log) and the `vrrp.state_changed` events the server stored.
-#![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
 use std::fs;

@@ -9,16 +9,14 @@
 //! agent holding undelivered events is killed with `kill -9` and restarted.
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl.
 
-mod support;
-
 use std::collections::HashMap;
 use std::fs;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::inbound::*;
-use support::lab::Lab;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::lab::Lab;
+use vrrp_test_support::*;
 
 fn changes(server: &Server, admin: &str) -> HashMap<(String, String, String, String), usize> {
     let mut m = HashMap::new();
@@ -55,6 +53,10 @@ fn ids_once(server: &Server, admin: &str) {
 
 /// Registers through the register page with the PIN from the log; returns the client id.
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn three_hosts_register_report_and_deliver_exactly_once() {
     let (lab, mut server) = lab_with_server(3, "vin"); // h1 130 MASTER, h2 120, h3 110
     server.start();
@@ -250,6 +252,10 @@ fn three_hosts_register_report_and_deliver_exactly_once() {
 
 /// The lab is really gone afterwards: the switch namespace too (its `down` runs outside it).
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn lab_down_removes_the_switch_namespace_after_entering_it() {
     let prefix;
     {

@@ -1,6 +1,6 @@
-//! Shared by the lab tests and the failover benchmark: an agent running inside a lab
-//! host, and its registration through its own register page.
-#![allow(dead_code)]
+//! An agent running inside a lab host, the server in the lab's switch namespace,
+//! and an agent's registration through its own register page: the lab tests and the
+//! failover benchmarks.
 
 use std::fs;
 use std::path::PathBuf;
@@ -155,11 +155,7 @@ pub fn lab_with_server(hosts: usize, tag: &str) -> (Lab, Server) {
 /// [`lab_with_server`] for a lab already up.
 pub fn server_in(mut lab: Lab) -> (Lab, Server) {
     lab.enter_switch();
-    fs::copy(
-        env!("CARGO_BIN_EXE_vrrp-agent"),
-        lab.work.join("vrrp-agent"),
-    )
-    .unwrap();
+    fs::copy(agent_binary(), lab.work.join("vrrp-agent")).unwrap();
     let sbin = lab.work.join("vrrp-monitor");
     fs::copy(server_binary(), &sbin).unwrap();
     let server = Server::new(&lab.work.join("server"), sbin, "203.0.113.254", &[]);

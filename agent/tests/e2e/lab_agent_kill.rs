@@ -7,15 +7,17 @@
 //! (`VRRP_AGENT_KILL_ROUNDS`) and prints the counts.
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl.
 
-mod support;
-
 use std::time::Duration;
 
-use support::changes::*;
-use support::inbound::*;
-use support::*;
+use vrrp_test_support::changes::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::*;
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn every_state_change_arrives_once_across_agent_kill9_rounds() {
     let rounds: usize = std::env::var("VRRP_AGENT_KILL_ROUNDS")
         .ok()

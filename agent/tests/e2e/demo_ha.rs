@@ -1,4 +1,4 @@
-//! `scripts/demo-ha --measure` (issue 36): a server pair in the lab, server A in
+//! `scripts/demo-ha --measure`: a server pair in the lab, server A in
 //! h1 and B in h2 with keepalived moving `ha.vip` between them, agents on h3, h4,
 //! h5 registered with both. During a keepalived failover on the hosts (h5's track
 //! script fails) both servers record the same agent events, each once; A, holding
@@ -17,7 +17,13 @@ use std::process::Command;
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn the_standby_takes_over_the_webhooks_when_the_active_server_dies() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Lab);
+    let _slot = vrrp_test_support::lab::exclusive();
     let prefix = format!("vha{}", std::process::id() % 100_000);
     let dir = format!("/var/tmp/vrrp-demo-ha-test-{prefix}");
     let out = Command::new(format!("{ROOT}/scripts/demo-ha"))

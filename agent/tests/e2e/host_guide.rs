@@ -13,17 +13,15 @@
 //! Needs root, keepalived 2.2.x, iproute2, util-linux (setpriv), curl, openssl, readelf;
 //! Zig and the musl target (scripts/install-static-deps.sh).
 
-mod support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::SystemTime;
 
 use serde_json::{json, Value};
-use support::inbound::*;
-use support::lab::Lab;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::lab::Lab;
+use vrrp_test_support::*;
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
@@ -192,6 +190,10 @@ fn wait_logged(g: &Guide, host: &str, what: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn the_host_guide_works_as_written() {
     // h1 MASTER (120), h2 BACKUP (110); VI_1 and VI_2 in sync group SG_1, so h2 can
     // take the guide's notify for a sync group while h1 takes it per instance.

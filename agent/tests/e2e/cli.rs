@@ -11,16 +11,9 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use vrrp_test_support::{free_port, http};
 
 const TOKEN: &str = "cli-test-notify-token-0123";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 struct Agent {
     child: Option<Child>,
@@ -108,24 +101,8 @@ fn start(config: &str, env: &[(&str, &str)]) -> Agent {
     }
 }
 
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !f() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn http() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(5)))
-        .max_redirects(0)
-        .build()
-        .into()
+fn wait_for(what: &str, f: impl FnMut() -> bool) {
+    vrrp_test_support::wait_until(what, 15, f);
 }
 
 fn get(a: &Agent, path: &str) -> (u16, String) {

@@ -3,8 +3,6 @@
 //! keepalived is absent here (an empty process table under `SVC_PROC_DIR`); the lab
 //! tests (`lab_inbound.rs`) add real keepalived and real failovers.
 
-mod support;
-
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -12,7 +10,7 @@ use std::process::Child;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use support::*;
+use vrrp_test_support::*;
 
 struct Agent {
     child: Option<Child>,

@@ -14,14 +14,12 @@
 //!
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl.
 
-mod support;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::inbound::*;
-use support::*;
+use vrrp_test_support::host_agent::*;
+use vrrp_test_support::*;
 
 /// The activity list, oldest first.
 fn activity(server: &Server, admin: &str) -> Vec<Value> {
@@ -141,6 +139,10 @@ fn of_kind<'a>(events: &'a [Value], kind: &str, vrid: u64) -> &'a Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "test-lab"),
+    ignore = "lab tier: root and real keepalived; --features test-lab (scripts/test.sh)"
+)]
 fn failover_split_brain_and_fault_are_reported_exactly_once() {
     let (lab, mut server) = lab_with_server(3, "vcl");
     server.start();
