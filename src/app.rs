@@ -403,9 +403,12 @@ fn serve(app: Arc<App>, listener: TcpListener, shutdown: &Shutdown) -> Result<()
     // Agents and dashboards are told why their socket ends (1001) instead of
     // seeing it drop (1006); agents reconnect as usual.
     let grace_ends = std::time::Instant::now() + SHUTDOWN_GRACE;
-    app.agents
-        .close_all(vrrp_protocol::Refusal::new(1001, "Server shutting down"));
-    app.hub.close_all(1001, "Server shutting down");
+    app.agents.close_all(vrrp_protocol::Refusal::new(
+        vrrp_protocol::close::GOING_AWAY,
+        "Server shutting down",
+    ));
+    app.hub
+        .close_all(vrrp_protocol::close::GOING_AWAY, "Server shutting down");
     if !server.wait_sockets_closed(grace_ends) {
         log::warn!("Some sockets did not close within {SHUTDOWN_GRACE:?}");
     }

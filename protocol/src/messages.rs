@@ -37,6 +37,8 @@ pub mod kind {
 pub mod close {
     /// A normal close (the server redials an outbound agent).
     pub const NORMAL: u16 = 1000;
+    /// The side is stopping (the server's or the agent's SIGTERM): reconnect later.
+    pub const GOING_AWAY: u16 = 1001;
     /// A first message that is not what the socket expects (a malformed
     /// REGISTRATION_REQUEST on the agent's `/ws/register`).
     pub const POLICY_VIOLATION: u16 = 1008;

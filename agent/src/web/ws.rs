@@ -194,7 +194,7 @@ fn register(
     let deadline = opened + outbound::REGISTRATION_TIMEOUT;
     let text = loop {
         if stopping.load(Ordering::SeqCst) {
-            close_with(&mut ws, 1001, "Agent stopping");
+            close_with(&mut ws, close::GOING_AWAY, "Agent stopping");
             return;
         }
         if clock.now() >= deadline {
