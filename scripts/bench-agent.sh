@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-agent.sh: the vrrp-agent against real keepalived in a lab host (../shared/lab).
+# bench-agent.sh: the vrrp-agent against real keepalived in a host of the lab (scripts/lab).
 #
 # Prints
 #   1. the time from a trigger to a parsed reading over BENCH_READINGS (default 200)
@@ -12,19 +12,17 @@
 #
 # Needs root, keepalived, iproute2, util-linux, curl, and a Rust toolchain (it builds the
 # release binary). Usage: sudo scripts/bench-agent.sh
-# Environment: VRRP_LAB (path of vrrp-lab.sh; default ../shared/lab/vrrp-lab.sh beside
-# the checkout), CARGO_TARGET_DIR, BENCH_READINGS, BENCH_CPU_SECONDS.
+# Environment: CARGO_TARGET_DIR, BENCH_READINGS, BENCH_CPU_SECONDS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
-LAB=${VRRP_LAB:-$here/../shared/lab/vrrp-lab.sh}
+LAB=$here/scripts/lab
 READINGS=${BENCH_READINGS:-200}
 CPU_SECONDS=${BENCH_CPU_SECONDS:-120}
 TOKEN=bench-notify-token-0123456789
 PORT=3011
 
 [ "$(id -u)" = 0 ] || { echo "bench-agent: needs root (the lab uses namespaces)" >&2; exit 1; }
-[ -x "$LAB" ] || [ -f "$LAB" ] || { echo "bench-agent: lab script not found: $LAB (set VRRP_LAB)" >&2; exit 1; }
 command -v keepalived >/dev/null || { echo "bench-agent: keepalived is not installed" >&2; exit 1; }
 command -v curl >/dev/null || { echo "bench-agent: curl is not installed" >&2; exit 1; }
 

@@ -6,7 +6,7 @@
 #     agents connected over the real agent protocol and reporting (the figure is
 #     the whole HTTP round trip over loopback, the client's parsing of ~1,000
 #     clusters included);
-#  3. in the lab (../shared/lab/vrrp-lab.sh, real keepalived, real agents, the
+#  3. in the lab (scripts/lab, real keepalived, real agents, the
 #     server in the lab's switch namespace): the time from keepalived's own takeover
 #     to the stored and broadcast vrrp.master_changed, minus the spec's master-down
 #     interval. Needs root and keepalived; skipped with a note otherwise.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-failover.sh: failover latency of inbound mode, end to end, in the lab.
 #
-# Two hosts of ../shared/lab/vrrp-lab.sh with real keepalived, one release vrrp-agent in
+# Two hosts of scripts/lab with real keepalived, one release vrrp-agent in
 # each (notify FIFO trigger only, poll timer off), the release vrrp-monitor in the lab's
 # switch namespace, a dashboard socket. BENCH_FAILOVERS (default 50) failovers alternate
 # `fault h1 link` / `unfault h1`. For every vrrp.state_changed event it measures the time
@@ -11,7 +11,7 @@
 #
 # Needs root, keepalived, iproute2, util-linux, curl and a Rust toolchain (it builds the
 # release binaries). Usage: sudo scripts/bench-failover.sh
-# Environment: VRRP_LAB (path of vrrp-lab.sh), CARGO_TARGET_DIR, BENCH_FAILOVERS.
+# Environment: CARGO_TARGET_DIR, BENCH_FAILOVERS.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -2,7 +2,7 @@
 # bench-takeover.sh: how long after the master-down interval the server stores
 # vrrp.master_changed, for three ways of losing a master (issue 13).
 #
-# Two hosts of ../shared/lab/vrrp-lab.sh with real keepalived (advert_int 1 s, so a
+# Two hosts of scripts/lab with real keepalived (advert_int 1 s, so a
 # master-down interval of 4 s), one release vrrp-agent in each (the lab tests' config:
 # poll every 5 s plus the notify FIFO), the release vrrp-monitor in the lab's switch
 # namespace, a dashboard socket. For each scenario, BENCH_TAKEOVERS (default 10) times:
@@ -15,7 +15,7 @@
 # Needs root, keepalived, iproute2, util-linux, curl and a Rust toolchain (it builds the
 # release binaries). Usage: sudo scripts/bench-takeover.sh
 # Environment: BENCH_TAKEOVERS, BENCH_SCENARIOS (comma-separated subset of
-# graceful,kill,link), VRRP_LAB (path of vrrp-lab.sh), CARGO_TARGET_DIR.
+# graceful,kill,link), CARGO_TARGET_DIR.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)

@@ -17,7 +17,9 @@
 //!   can be read knowing only what it imports;
 //! - every source file of the server, the agent and the shared crates starts
 //!   with a `//!` module doc comment saying what it owns;
-//! - no source file under `src/` or `agent/src/` is longer than 800 lines.
+//! - no source file under `src/` or `agent/src/` is longer than 800 lines;
+//! - the repository stands alone: no tracked file reaches outside it for a lab,
+//!   fixtures or a specification in a folder beside it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -503,6 +505,43 @@ fn report(found: Vec<String>) {
         found.len(),
         found.join("\n\n")
     );
+}
+
+/// Tracked files that name a folder beside the repository: a clone with nothing
+/// beside it must build, test and demo (the lab is `scripts/lab`, the fixtures
+/// live under the tests, the protocol is `doc/protocol.md`).
+fn outside_references(files: &[(String, Vec<u8>)]) -> Vec<String> {
+    // Spelt in two halves, so that this file does not name it.
+    let outside = concat!("..", "/shared").as_bytes();
+    files
+        .iter()
+        .filter(|(_, bytes)| bytes.windows(outside.len()).any(|w| w == outside))
+        .map(|(path, _)| format!("{path} names a folder outside the repository"))
+        .collect()
+}
+
+#[test]
+fn the_repository_stands_alone() {
+    let listed = std::process::Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .expect("git lists the tracked files");
+    assert!(listed.status.success(), "git ls-files failed");
+    let files: Vec<(String, Vec<u8>)> = listed
+        .stdout
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .filter_map(|p| std::fs::read(root().join(&p)).ok().map(|b| (p, b)))
+        .collect();
+    assert!(files.len() > 100, "only {} tracked files read", files.len());
+    report(outside_references(&files));
+    let planted = vec![(
+        "doc/x.md".to_owned(),
+        concat!("see ..", "/shared/spec").as_bytes().to_vec(),
+    )];
+    assert_eq!(outside_references(&planted).len(), 1);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The agent against real keepalived: simulated hosts of ../shared/lab/vrrp-lab.sh.
+//! The agent against real keepalived: simulated hosts of scripts/lab.
 //!
 //! Needs root, keepalived 2.2.x, iproute2, util-linux and curl (what `.ci/run` sets up).
 //! One lab (2 hosts) is shared by the scenarios, which run in order inside one test:

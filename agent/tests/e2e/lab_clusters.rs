@@ -1,5 +1,5 @@
 //! Cluster evaluation end to end with real keepalived: three hosts of
-//! ../shared/lab/vrrp-lab.sh (h1 130, h2 120, h3 110; VI_1 = VRID 51, VI_2 = VRID 52),
+//! scripts/lab (h1 130, h2 120, h3 110; VI_1 = VRID 51, VI_2 = VRID 52),
 //! one real agent per host, the real server in the lab's switch namespace.
 //!
 //! Scenarios, in order, on one lab, each checked for exactly the events it must make

@@ -1,4 +1,4 @@
-//! Inbound mode end to end with real keepalived: three hosts of ../shared/lab/vrrp-lab.sh,
+//! Inbound mode end to end with real keepalived: three hosts of scripts/lab,
 //! the real server in the lab's switch namespace (203.0.113.254, reached by every host
 //! over the management network), one real agent per host registered through its real
 //! register page with the PIN from its own log.

@@ -1,5 +1,5 @@
 //! Outbound mode end to end with real keepalived: three hosts of
-//! ../shared/lab/vrrp-lab.sh, the real server in the lab's switch namespace
+//! scripts/lab, the real server in the lab's switch namespace
 //! dialling the real agents on the management network (203.0.113.1N:3011).
 //!
 //! h1 is registered with its setup PIN (plain ws), h2 with a registration secret

@@ -1,5 +1,5 @@
-//! Parsers against every real keepalived dump in `tests/fixtures` (copied from
-//! ../shared/fixtures/keepalived), plus a fuzz-style test with truncated and garbled dumps.
+//! Parsers against every real keepalived dump in `tests/fixtures` (each folder's
+//! README.md says how it was made), plus a fuzz-style test with truncated and garbled dumps.
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,6 +1,5 @@
 //! Parsers against every real keepalived 2.3.4 and 2.4.3 dump in `tests/fixtures`
-//! (copied from ../shared/fixtures/keepalived; each folder's README.md says how they
-//! were made and what changed since 2.2.7). One test per file names the whole reading
+//! (each folder's README.md says how they were made and what changed since 2.2.7). One test per file names the whole reading
 //! it must give, field by field; the tests after them cover what keepalived tracks
 //! (the FAULT causes, the JSON dump joined with the text dump) across 2.2.7 to 2.4.3,
 //! and that no configured password or key ever reaches a reading.
