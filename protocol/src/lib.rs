@@ -10,10 +10,12 @@
 //! I/O, no reading of a clock, no logging.
 
 pub mod clock;
+pub mod fingerprint;
 pub mod log_level;
 pub mod messages;
 
 pub use clock::Clock;
+pub use fingerprint::AuthPassword;
 pub use log_level::LogLevel;
 pub use messages::{close, kind, Refusal};
 
@@ -165,6 +167,50 @@ pub struct VrrpInstance {
     /// On a backup, the `Master router` keepalived last heard from (an address).
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub master_router: Option<String>,
+    /// The VRRP version the instance speaks (2 or 3).
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub vrrp_version: Option<u8>,
+    /// keepalived's authentication type in one lowercase word: `none`, `pass`
+    /// (`SIMPLE_PASSWORD`) or `ah` (`IPSEC_AH`); another word as keepalived wrote it.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub auth_type: Option<String>,
+    /// HMAC-SHA256 of the authentication password under the key the server handed
+    /// this agent (`fingerprintKey` of AUTH_SUCCESS), hex, first 128 bits: equal
+    /// passwords give equal fingerprints; the password never leaves the host.
+    /// Absent without a password, without a key, or when keepalived masks it.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub auth_fingerprint: Option<String>,
+    /// `true` when keepalived (2.4 and later) masks the password in its dump, so
+    /// no fingerprint can be made.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub auth_password_masked: Option<bool>,
+    /// Whether the instance preempts a lower-priority master.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub preempt: Option<bool>,
+    /// keepalived's `preempt_delay`, seconds.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub preempt_delay: Option<f64>,
+    /// keepalived's accept mode (`accept`/`no_accept`).
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub accept_mode: Option<bool>,
+    /// On a VRRPv3 backup, the advert interval the master announces (seconds).
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub master_advert_interval: Option<f64>,
+    /// Whether the instance sends its adverts by unicast (keepalived's
+    /// `Using unicast` flag); absent when the dump does not say.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub uses_unicast: Option<bool>,
+    /// The source address of the instance's adverts (`Using src_ip`).
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub source_address: Option<String>,
+    /// keepalived's `Number of config faults` for the instance.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub config_faults: Option<u32>,
+    /// The password itself, on the agent only: never serialised, never printed;
+    /// the connection of each server turns it into `authFingerprint` with that
+    /// server's key just before the reading is sent.
+    #[serde(skip)]
+    pub auth_password: Option<AuthPassword>,
     /// Server field: why a FAULT instance is in FAULT ([`VrrpInstance::fault_causes`]),
     /// set by the server on every stored FAULT instance; an agent sends none, and
     /// whatever one sends is replaced. Left out when absent.
