@@ -317,6 +317,30 @@ pub fn compose(
                 .unwrap_or_default();
             (format!("No MASTER in {}{was}.", cluster_name(data)), None)
         }
+        "cluster.readiness_changed" => {
+            let verdict = |key: &str| match text(data, &[key]) {
+                Some("ready") => "ready for a failover",
+                Some("at_risk") => "at risk",
+                Some("not_ready") => "not ready for a failover",
+                _ => "of unknown readiness",
+            };
+            let messages: Vec<&str> = data["findings"].as_array().map_or_else(Vec::new, |f| {
+                f.iter().filter_map(|f| f["message"].as_str()).collect()
+            });
+            let headline = match (text(data, &["after"]), messages.first()) {
+                (Some("ready"), _) => format!(
+                    "{} is ready for a failover again (was {}).",
+                    cluster_name(data),
+                    verdict("before")
+                ),
+                (_, Some(first)) => {
+                    format!("{} is {}: {first}.", cluster_name(data), verdict("after"))
+                }
+                (_, None) => format!("{} is {}.", cluster_name(data), verdict("after")),
+            };
+            let rest: Vec<String> = messages.iter().skip(1).map(|m| format!("{m}.")).collect();
+            (headline, (!rest.is_empty()).then(|| rest.join(" ")))
+        }
         "vrrp.incident_opened" => (
             format!(
                 "Incident opened for {}: {}.",
@@ -511,6 +535,32 @@ mod tests {
         assert_eq!(and_list(&["a", "b"]), "a and b");
         assert_eq!(and_list(&["a", "b", "c"]), "a, b and c");
         assert_eq!(and_list::<&str>(&[]), "");
+    }
+
+    #[test]
+    fn a_readiness_change_leads_with_the_verdict_and_its_first_finding() {
+        let data = json!({ "cluster": cluster(), "before": "ready", "after": "not_ready",
+            "findings": [
+                { "check": "advert_interval_mismatch", "message": "lb-b advertises every 2 s, lb-a advertises every 1 s: a member with another interval discards the master's adverts" },
+                { "check": "priority_tie", "message": "lb-a and lb-b have priority 100: a tie goes to the highest address, rarely what was meant" },
+            ] });
+        let (message, detail) = compose("cluster.readiness_changed", &json!({}), &data, None);
+        assert!(message.starts_with("VRID 51"), "{message}");
+        assert!(
+            message.ends_with(" is not ready for a failover: lb-b advertises every 2 s, lb-a advertises every 1 s: a member with another interval discards the master's adverts."),
+            "{message}"
+        );
+        assert_eq!(
+            detail.as_deref(),
+            Some("lb-a and lb-b have priority 100: a tie goes to the highest address, rarely what was meant.")
+        );
+        let back = json!({ "cluster": cluster(), "before": "not_ready", "after": "ready", "findings": [] });
+        let (message, detail) = compose("cluster.readiness_changed", &json!({}), &back, None);
+        assert!(
+            message.ends_with(" is ready for a failover again (was not ready for a failover)."),
+            "{message}"
+        );
+        assert_eq!(detail, None);
     }
 
     #[test]

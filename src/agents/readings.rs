@@ -55,6 +55,48 @@ fn check_shape(obj: &Map<String, Value>) -> Result<(), Malformed> {
             if item.get("vips").is_some_and(|v| !v.is_array()) {
                 return Err(Malformed(format!("{list}[{i}].vips: not a list")));
             }
+            check_sizes(item, &format!("{list}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The longest text an instance's field may hold, in characters: keepalived's
+/// names and addresses are far shorter; a megabyte of one is hostile or broken.
+const MAX_FIELD_CHARS: usize = 1024;
+/// The most entries an instance's list may hold (addresses, unicast peers).
+const MAX_LIST_ENTRIES: usize = 4096;
+
+/// Bounds on what one instance can make the server hold and compare: every
+/// text field, and every list of texts with its entries. A reading beyond them
+/// is refused whole (the stored one stays), with the field and the limit.
+fn check_sizes(item: &Map<String, Value>, at: &str) -> Result<(), Malformed> {
+    for (key, value) in item {
+        match value {
+            Value::String(text) if text.chars().count() > MAX_FIELD_CHARS => {
+                return Err(Malformed(format!(
+                    "{at}.{key}: {} characters, at most {MAX_FIELD_CHARS}",
+                    text.chars().count()
+                )));
+            }
+            Value::Array(entries) if entries.iter().all(Value::is_string) => {
+                if entries.len() > MAX_LIST_ENTRIES {
+                    return Err(Malformed(format!(
+                        "{at}.{key}: {} entries, at most {MAX_LIST_ENTRIES}",
+                        entries.len()
+                    )));
+                }
+                if let Some((j, long)) = entries.iter().enumerate().find_map(|(j, e)| {
+                    e.as_str()
+                        .filter(|t| t.chars().count() > MAX_FIELD_CHARS)
+                        .map(|t| (j, t.chars().count()))
+                }) {
+                    return Err(Malformed(format!(
+                        "{at}.{key}[{j}]: {long} characters, at most {MAX_FIELD_CHARS}"
+                    )));
+                }
+            }
+            _ => {}
         }
     }
     Ok(())
@@ -384,6 +426,36 @@ mod tests {
             i(3).get("faultCauses").is_none() && i(3).get("faultReason").is_none(),
             "server fields are the server's, and only a FAULT has causes"
         );
+    }
+
+    #[test]
+    fn oversized_fields_and_lists_are_refused_with_the_field_and_the_limit() {
+        let reading = |inst: Value| json!({ "running": true, "collectedAt": "2026-11-29T10:00:00.000Z", "instances": [inst] });
+        let peers: Vec<String> = (0..10_000)
+            .map(|i| format!("10.0.{}.{}", i / 256, i % 256))
+            .collect();
+        let err = parse(reading(json!({ "name": "VI_1", "unicastPeers": peers }))).unwrap_err();
+        assert_eq!(
+            err.0,
+            "instances[0].unicastPeers: 10000 entries, at most 4096"
+        );
+        let err = parse(reading(
+            json!({ "name": "VI_1", "masterRouter": "x".repeat(1 << 20) }),
+        ))
+        .unwrap_err();
+        assert_eq!(
+            err.0,
+            "instances[0].masterRouter: 1048576 characters, at most 1024"
+        );
+        let err = parse(reading(
+            json!({ "name": "VI_1", "vips": ["192.0.2.1/24", "y".repeat(2000)] }),
+        ))
+        .unwrap_err();
+        assert_eq!(err.0, "instances[0].vips[1]: 2000 characters, at most 1024");
+        let ok = parse(reading(
+            json!({ "name": "VI_1", "unicastPeers": ["192.0.2.12"], "sourceAddress": "192.0.2.11" }),
+        ));
+        assert!(ok.is_ok(), "{ok:?}");
     }
 
     #[test]

@@ -119,6 +119,8 @@ pub struct Cluster {
     pub networks: Vec<String>,
     pub vips: Vec<String>,
     pub health: Health,
+    /// Would a failover work now ([`crate::clusters::readiness`]).
+    pub readiness: crate::clusters::readiness::Readiness,
     pub members: Vec<Member>,
 }
 
@@ -196,6 +198,55 @@ struct Entry {
     vrid: u64,
     networks: Vec<IpNet>,
     name: String,
+    /// The unicast group it belongs to ([`unicast_groups`]); `None` for the
+    /// multicast world and for what cannot be placed.
+    unicast_group: Option<usize>,
+}
+
+/// At most this many peers of one instance are looked at: a reading with
+/// thousands of peers is hostile or broken, and grouping must stay linear.
+const MAX_PEERS_LOOKED_AT: usize = 64;
+
+/// keepalived lets one VRID on one network serve separate unicast groups: pairs
+/// whose members list each other as peers and nobody else. Instances that name
+/// each other's source addresses (either way, transitively) form one group; a
+/// group needs two members, so that an instance whose peers are not known yet
+/// (an agent without source addresses, a peer without an agent) is grouped the
+/// way it always was, by its networks. Returns each entry's group (the index of
+/// one of its entries), `None` outside any group.
+fn unicast_groups(entries: &[Entry]) -> Vec<Option<usize>> {
+    let mut parent: Vec<usize> = (0..entries.len()).collect();
+    let mut by_source: BTreeMap<(&str, u64, &str), Vec<usize>> = BTreeMap::new();
+    for (i, e) in entries.iter().enumerate() {
+        if let Some(src) = e.member.instance.source_address.as_deref() {
+            by_source.entry((&e.site, e.vrid, src)).or_default().push(i);
+        }
+    }
+    for (i, e) in entries.iter().enumerate() {
+        let inst = &e.member.instance;
+        if inst.uses_unicast != Some(true) || inst.source_address.is_none() {
+            continue;
+        }
+        for peer in inst.unicast_peers.iter().take(MAX_PEERS_LOOKED_AT) {
+            for &j in by_source
+                .get(&(e.site.as_str(), e.vrid, peer.as_str()))
+                .into_iter()
+                .flatten()
+            {
+                let (ri, rj) = (find(&mut parent, i), find(&mut parent, j));
+                parent[ri] = rj;
+            }
+        }
+    }
+    let roots: Vec<usize> = (0..entries.len()).map(|i| find(&mut parent, i)).collect();
+    let mut sizes: BTreeMap<usize, usize> = BTreeMap::new();
+    for r in &roots {
+        *sizes.entry(*r).or_default() += 1;
+    }
+    roots
+        .into_iter()
+        .map(|r| (sizes.get(&r).copied().unwrap_or(0) > 1).then_some(r))
+        .collect()
 }
 
 fn find(parent: &mut [usize], i: usize) -> usize {
@@ -237,16 +288,21 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
                 vrid,
                 networks,
                 name: inst.name.clone(),
+                unicast_group: None,
             });
         }
     }
-    // Union-find within each (site, VRID): entries sharing a network, or (without
-    // addresses) an instance name, end in one set.
+    let groups = unicast_groups(&entries);
+    for (e, g) in entries.iter_mut().zip(groups) {
+        e.unicast_group = g;
+    }
+    // Union-find within each (site, VRID, unicast group): entries sharing a
+    // network, or (without addresses) an instance name, end in one set.
     let mut parent: Vec<usize> = (0..entries.len()).collect();
-    let mut by_scope: BTreeMap<(&str, u64), Vec<usize>> = BTreeMap::new();
+    let mut by_scope: BTreeMap<(&str, u64, Option<usize>), Vec<usize>> = BTreeMap::new();
     for (i, e) in entries.iter().enumerate() {
         by_scope
-            .entry((e.site.as_str(), e.vrid))
+            .entry((e.site.as_str(), e.vrid, e.unicast_group))
             .or_default()
             .push(i);
     }
@@ -307,11 +363,22 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
                     .cmp(&b.host)
                     .then_with(|| a.client_id.cmp(&b.client_id))
             });
-            let identity = networks
+            let mut identity = networks
                 .iter()
                 .next()
                 .cloned()
                 .unwrap_or_else(|| first.name.clone());
+            // Unicast groups sharing a network are told apart by their lowest
+            // source address (a member's own, so the key stays while it does).
+            if first.unicast_group.is_some() {
+                if let Some(src) = indices
+                    .iter()
+                    .filter_map(|&i| entries[i].member.instance.source_address.as_deref())
+                    .min()
+                {
+                    identity = format!("{identity}|unicast {src}");
+                }
+            }
             Cluster {
                 key: format!("{}|{}|{}", first.site, first.vrid, identity),
                 site: (!first.site.is_empty()).then(|| first.site.clone()),
@@ -319,6 +386,7 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
                 networks: networks.into_iter().collect(),
                 vips: vips.into_iter().collect(),
                 health: dashboard_health(&members),
+                readiness: crate::clusters::readiness::judge(&members),
                 members,
             }
         })
@@ -339,7 +407,23 @@ pub fn signature(host: &HostView) -> String {
                 .map(|n| n.to_string())
                 .collect();
             nets.sort();
-            format!("{:?}|{:?}|{}", i.vrid, i.name, nets.join(","))
+            // Unicast groups depend on who names whom.
+            let mut peers: Vec<&str> = i
+                .unicast_peers
+                .iter()
+                .take(MAX_PEERS_LOOKED_AT)
+                .map(String::as_str)
+                .collect();
+            peers.sort_unstable();
+            format!(
+                "{:?}|{:?}|{}|{:?}|{:?}|{}",
+                i.vrid,
+                i.name,
+                nets.join(","),
+                i.uses_unicast,
+                i.source_address,
+                peers.join(",")
+            )
         })
         .collect();
     parts.sort();
@@ -385,6 +469,7 @@ pub fn rejudge(cluster: &mut Cluster) {
     vips.dedup();
     cluster.vips = vips;
     cluster.health = dashboard_health(&cluster.members);
+    cluster.readiness = crate::clusters::readiness::judge(&cluster.members);
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ pub mod confirm;
 pub mod group;
 pub mod history;
 pub mod observe;
+pub mod readiness;
 pub mod thread;
 
 pub use group::*;

@@ -33,6 +33,10 @@ pub struct ClusterFacts {
     pub masters: u64,
     /// Members by their instance's state; members that are not live count as `OFFLINE`.
     pub members: BTreeMap<String, u64>,
+    /// The readiness verdict is `ready`.
+    pub ready: bool,
+    /// Every readiness check by name: 1 when it failed (a finding), else 0.
+    pub readiness_findings: BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -219,6 +223,17 @@ impl ClusterFacts {
             let label = if live { state } else { "OFFLINE" };
             *members.entry(label.to_owned()).or_insert(0) += 1;
         }
+        // Every check the cluster lists, so that a series exists (at 0) before
+        // its first finding.
+        let readiness_findings = c["readiness"]["checks"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|check| {
+                let failed = check["status"] == "fail";
+                Some((check["check"].as_str()?.to_owned(), u64::from(failed)))
+            })
+            .collect();
         ClusterFacts {
             site: c["site"].as_str().unwrap_or("").to_owned(),
             vrid: c["vrid"].as_u64().unwrap_or(0),
@@ -226,6 +241,8 @@ impl ClusterFacts {
             health: c["health"].as_str().unwrap_or("unknown").to_owned(),
             masters,
             members,
+            ready: c["readiness"]["verdict"] == "ready",
+            readiness_findings,
         }
     }
 }
@@ -429,6 +446,16 @@ pub fn render(s: &Snapshot) -> String {
         "Live members of the cluster in MASTER.",
     );
     let mut members = Family::new("vrrp_cluster_members", "gauge", "Members of the cluster by state; members whose agent is offline or not reporting count as OFFLINE.");
+    let mut ready = Family::new(
+        "vrrp_monitor_cluster_ready",
+        "gauge",
+        "1 when the cluster's readiness verdict is ready (a failover would work now), else 0.",
+    );
+    let mut readiness_findings = Family::new(
+        "vrrp_monitor_cluster_readiness_findings",
+        "gauge",
+        "Findings of the cluster's readiness check `check` (1 when it failed, else 0).",
+    );
     for c in &s.clusters {
         let vrid = c.vrid.to_string();
         let base = [
@@ -442,6 +469,12 @@ pub fn render(s: &Snapshot) -> String {
             health.add(&l, if c.health == h { 1.0 } else { 0.0 });
         }
         masters.add(&base, c.masters as f64);
+        ready.add(&base, if c.ready { 1.0 } else { 0.0 });
+        for (check, n) in &c.readiness_findings {
+            let mut l = base.to_vec();
+            l.push(("check", check));
+            readiness_findings.add(&l, *n as f64);
+        }
         for (state, n) in &c.members {
             let mut l = base.to_vec();
             l.push(("state", state));
@@ -608,6 +641,8 @@ pub fn render(s: &Snapshot) -> String {
         health,
         masters,
         members,
+        ready,
+        readiness_findings,
         up,
         age,
         running,

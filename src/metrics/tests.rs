@@ -55,6 +55,43 @@ fn cluster_health_is_one_hot_and_members_count_offline_apart() {
 }
 
 #[test]
+fn readiness_is_one_gauge_and_a_finding_gauge_per_check() {
+    let cluster = json!({"site": "fra", "vrid": 52, "networks": ["198.51.100.0/24"], "health": "ok",
+        "members": [],
+        "readiness": {"verdict": "not_ready", "checks": [
+            {"check": "no_ready_backup", "status": "pass"},
+            {"check": "advert_interval_mismatch", "status": "fail"},
+            {"check": "auth_mismatch", "status": "unknown"}]}});
+    let mut snapshot = sample();
+    snapshot.clusters.push(ClusterFacts::from_json(&cluster));
+    let text = render(&snapshot);
+    let base = r#"site="fra",vrid="52",network="198.51.100.0/24""#;
+    assert!(
+        text.contains(&format!("vrrp_monitor_cluster_ready{{{base}}} 0\n")),
+        "{text}"
+    );
+    for (check, n) in [
+        ("no_ready_backup", 0),
+        ("advert_interval_mismatch", 1),
+        ("auth_mismatch", 0),
+    ] {
+        assert!(
+            text.contains(&format!(
+                "vrrp_monitor_cluster_readiness_findings{{{base},check=\"{check}\"}} {n}\n"
+            )),
+            "{check}: {text}"
+        );
+    }
+    let ready = json!({"site": "", "vrid": 53, "networks": [], "health": "ok", "members": [],
+        "readiness": {"verdict": "ready", "checks": []}});
+    assert!(render(&Snapshot {
+        clusters: vec![ClusterFacts::from_json(&ready)],
+        ..Snapshot::default()
+    })
+    .contains("vrrp_monitor_cluster_ready{site=\"\",vrid=\"53\",network=\"\"} 1\n"));
+}
+
+#[test]
 fn instances_use_keepalived_exporter_names_and_labels() {
     let text = render(&sample());
     assert!(text.contains(r#"keepalived_vrrp_state{host="lb-1",iname="VI_1",intf="eth1",vrid="51",ip_address="192.0.2.100"} 2"#));

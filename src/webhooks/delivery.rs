@@ -89,10 +89,42 @@ pub fn context_of(event: &Value, client: Option<&ClientView>, webhook_name: &str
         o.insert("message".into(), json!(message));
         o.insert("detail".into(), json!(detail));
     }
+    let readiness = readiness_context(&event);
     json!({
         "event": event,
         "client": client.map(|c| json!({ "id": c.id, "name": c.name, "hostname": c.hostname, "site": c.site })),
         "webhook": { "name": webhook_name },
+        "readiness": readiness,
+    })
+}
+
+/// `readiness` of a template's context, for `cluster.readiness_changed` (null for
+/// other kinds): the verdict before and after, the findings, their checks and
+/// sentences, so that a template needs no loop to say what is wrong.
+fn readiness_context(event: &Value) -> Value {
+    if event["kind"] != "cluster.readiness_changed" {
+        return Value::Null;
+    }
+    let findings = event["data"]["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let of = |severity: &str| -> Vec<Value> {
+        findings
+            .iter()
+            .filter(|f| f["severity"] == severity)
+            .map(|f| f["message"].clone())
+            .collect()
+    };
+    json!({
+        "verdict": event["data"]["after"],
+        "previousVerdict": event["data"]["before"],
+        "ready": event["data"]["after"] == "ready",
+        "findings": findings,
+        "checks": findings.iter().map(|f| f["check"].clone()).collect::<Vec<_>>(),
+        "blocking": of("blocking"),
+        "warnings": of("warning"),
+        "summary": findings.iter().filter_map(|f| f["message"].as_str()).collect::<Vec<_>>().join("; "),
     })
 }
 
@@ -482,6 +514,16 @@ pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
             vrrp,
             json!({ "cluster": cluster, "incident": incident(json!("ok"), json!({ "reasons": [], "resolvedAt": at, "durationSeconds": 312, "resolution": "recovered" })) }),
             Some("sample-incident"),
+        ),
+        event(
+            "cluster.readiness_changed",
+            "warning",
+            "server",
+            json!({}),
+            json!({ "cluster": degraded, "before": "ready", "after": "not_ready", "previousFindings": [],
+                "findings": [{ "check": "no_ready_backup", "severity": "blocking", "hosts": ["lb-2"],
+                    "message": "lb-2 is in FAULT (track script chk_haproxy failed): no backup could take over from lb-1" }] }),
+            None,
         ),
         event(
             "keepalived.stopped",

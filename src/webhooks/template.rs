@@ -103,7 +103,9 @@ pub struct Template {
     root: Node,
 }
 
-const ROOTS: [&str; 3] = ["event", "client", "webhook"];
+/// What a template may name: the event, its client, the webhook, and for a
+/// `cluster.readiness_changed` its verdict and findings (null for other kinds).
+const ROOTS: [&str; 4] = ["event", "client", "webhook", "readiness"];
 
 struct Compiler {
     /// Loop variables in scope.
@@ -381,7 +383,7 @@ impl Compiler {
         if !ROOTS.contains(&root.as_str()) && !self.vars.contains(&root) {
             return Err(err(
                 at,
-                format!("\"{root}\" is not event, client, webhook or a $map variable in scope"),
+                format!("\"{root}\" is not event, client, webhook, readiness or a $map variable in scope"),
             ));
         }
         Ok(Path { root, segs })

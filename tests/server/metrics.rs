@@ -307,6 +307,10 @@ fn a_real_prometheus_scrapes_the_server() {
 /// Issue 33: keepalived-exporter's track script families from the readings'
 /// `tracked` scripts, with `host`, through the real server, and promtool.
 #[test]
+#[cfg_attr(
+    not(feature = "test-prometheus"),
+    ignore = "prometheus tier: prometheus and promtool; --features test-prometheus (scripts/test.sh)"
+)]
 fn track_scripts_are_exported_as_keepalived_exporter_does() {
     let server = Launch::new().start();
     let admin = server.admin();

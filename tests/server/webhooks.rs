@@ -63,7 +63,7 @@ fn webhook_definitions_with_defaults_refusals_and_order() {
         (json!({ "name": "x", "url": "https://h", "bodyTemplate": "{}", "timeoutMs": 500 }), "timeoutMs: must be a whole number from 1000 to 60000"),
         (json!({ "name": "x", "url": "https://h", "bodyTemplate": "{not json" }), "bodyTemplate: $: not valid JSON: key must be a string at line 1 column 2"),
         (json!({ "name": "x", "url": "https://h", "bodyTemplate": "{\"hosts\": {\"$map\": \"event.data.cluster.members\", \"each(m)\": \"{{n.host}}\"}}" }),
-         "bodyTemplate: hosts.$map.each(m): \"n\" is not event, client, webhook or a $map variable in scope"),
+         "bodyTemplate: hosts.$map.each(m): \"n\" is not event, client, webhook, readiness or a $map variable in scope"),
     ] {
         let a = post(body.clone());
         assert_eq!((a.status, a.error()), (400, error), "{body}");

@@ -1,10 +1,11 @@
 //! The events of a confirmed change: role events (`vrrp.master_changed`,
-//! `vrrp.split_brain`, `vrrp.master_lost`) first, then the incident's, all with
-//! the same `data.cluster`; and the `data.cluster` and subject they carry.
+//! `vrrp.split_brain`, `vrrp.master_lost`) first, then the incident's, then
+//! `cluster.readiness_changed`, all with the same `data.cluster`; and the
+//! `data.cluster` and subject they carry.
 
 use super::incidents;
 use super::pending::Pending;
-use super::state::{event, instance_name, Confirmed};
+use super::state::{event, instance_name, Confirmed, ConfirmedReadiness};
 use crate::activity::Event;
 use crate::clusters::observe::Roles;
 use crate::clusters::{Cluster, Member};
@@ -121,5 +122,63 @@ pub(super) fn confirm(
     }
 
     incidents::confirm_health(confirmed, pending, cluster, &data_cluster, now, events);
+    confirm_readiness(confirmed, pending, cluster, &data_cluster, now, events);
     confirmed.cluster = data_cluster;
+}
+
+/// A confirmed change of the readiness verdict: one `cluster.readiness_changed`,
+/// a warning when it got worse, info when better. The first verdict of a
+/// cluster (a first sighting, or the first after an upgrade) is taken silently
+/// when it is good and reported when it is not: a cluster that cannot fail
+/// over is news whenever it is first seen.
+fn confirm_readiness(
+    confirmed: &mut Confirmed,
+    pending: &Pending,
+    cluster: &Cluster,
+    data_cluster: &Value,
+    now: DateTime<Utc>,
+    events: &mut Vec<Event>,
+) {
+    let Some(verdict) = pending.target.readiness else {
+        return;
+    };
+    let before = confirmed.readiness.take();
+    if before.as_ref().map(|b| b.verdict) == Some(verdict) {
+        confirmed.readiness = before;
+        return;
+    }
+    // The findings of this very evaluation: the target was judged from it.
+    let after = ConfirmedReadiness {
+        verdict,
+        findings: if cluster.readiness.verdict == verdict {
+            cluster.readiness.findings.clone()
+        } else {
+            Vec::new()
+        },
+    };
+    let worse = before
+        .as_ref()
+        .map_or(verdict.rank() > 0, |b| verdict.rank() > b.verdict.rank());
+    if before.is_some() || worse {
+        events.push(event(
+            "cluster.readiness_changed",
+            if worse {
+                ActivityLevel::Warning
+            } else {
+                ActivityLevel::Info
+            },
+            None,
+            pending.first_seen,
+            now,
+            json!({
+                "cluster": data_cluster,
+                "before": before.as_ref().map(|b| b.verdict),
+                "after": verdict,
+                "findings": after.findings,
+                "previousFindings": before.as_ref().map(|b| &b.findings),
+            }),
+            None,
+        ));
+    }
+    confirmed.readiness = Some(after);
 }

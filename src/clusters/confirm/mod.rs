@@ -31,7 +31,9 @@ mod tests;
 pub use events::cluster_data;
 pub use incidents::silence_ended;
 use pending::{differs, target_of, Look, Pending};
-pub use state::{master_down_interval, Confirmed, Incident, FOLLOW_UP_MS, UNREACHABLE_SECS};
+pub use state::{
+    master_down_interval, Confirmed, ConfirmedReadiness, Incident, FOLLOW_UP_MS, UNREACHABLE_SECS,
+};
 
 #[derive(Debug, Clone)]
 struct Tracked {
@@ -255,6 +257,7 @@ impl Evaluator {
                     health: IncidentHealth::Ok,
                     incident: None,
                     cluster: cluster_data(cluster),
+                    readiness: None,
                 },
                 pending: None,
                 settling: Some(Settling {
@@ -278,7 +281,34 @@ impl Evaluator {
                 tracked.settling = None;
             }
         }
-        let target = target_of(&observed, &tracked.confirmed);
+        // A good verdict where none or another good one was confirmed (a first
+        // sighting, the first since readiness existed, `unknown` becoming `ready`
+        // as members report) is taken silently, as first roles are: nothing got
+        // worse or better for an operator. A bad one goes the way of any change,
+        // so that it is confirmed and reported.
+        let good_before = tracked
+            .confirmed
+            .readiness
+            .as_ref()
+            .is_none_or(|r| r.verdict.rank() == 0);
+        if good_before
+            && cluster.readiness.verdict.rank() == 0
+            && tracked.confirmed.readiness.as_ref().map(|r| r.verdict)
+                != Some(cluster.readiness.verdict)
+            && !matches!(
+                observed.health,
+                IncidentHealth::NoStatement | IncidentHealth::Unreachable
+            )
+        {
+            tracked.confirmed.readiness = Some(ConfirmedReadiness {
+                verdict: cluster.readiness.verdict,
+                findings: cluster.readiness.findings.clone(),
+            });
+            if !out.changed.contains(&cluster.key) {
+                out.changed.push(cluster.key.clone());
+            }
+        }
+        let target = target_of(&observed, &tracked.confirmed, cluster.readiness.verdict);
         if !differs(&target, &tracked.confirmed) {
             tracked.pending = None;
             return;

@@ -6,6 +6,7 @@
 
 use super::state::{master_down_interval, read_at, Confirmed, FOLLOW_UP_MS, UNREACHABLE_SECS};
 use crate::clusters::observe::{Finding, IncidentHealth, Observed, Roles};
+use crate::clusters::readiness::Verdict;
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Duration, Utc};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -16,6 +17,9 @@ pub(super) struct Target {
     pub(super) roles: Roles,
     pub(super) health: IncidentHealth,
     pub(super) findings: BTreeMap<String, Finding>,
+    /// The readiness verdict (`None` until one is confirmed and while nothing can
+    /// be said).
+    pub(super) readiness: Option<Verdict>,
 }
 
 #[derive(Debug, Clone)]
@@ -36,7 +40,16 @@ fn findings_map(findings: &[Finding]) -> BTreeMap<String, Finding> {
     findings.iter().map(|f| (f.identity(), f.clone())).collect()
 }
 
-pub(super) fn target_of(observed: &Observed, confirmed: &Confirmed) -> Target {
+pub(super) fn target_of(observed: &Observed, confirmed: &Confirmed, readiness: Verdict) -> Target {
+    // Readiness is judged from live members: with none (unreachable) or an
+    // offline member last reported MASTER (no statement), the confirmed verdict
+    // stands rather than turning `unknown` beside the incident that says why.
+    let readiness = match observed.health {
+        IncidentHealth::NoStatement | IncidentHealth::Unreachable => {
+            confirmed.readiness.as_ref().map(|r| r.verdict)
+        }
+        _ => Some(readiness),
+    };
     // Where nothing can be said, the confirmed part is kept: the roles while no
     // member is live; both parts while an offline member last reported MASTER.
     if observed.health == IncidentHealth::NoStatement {
@@ -48,6 +61,7 @@ pub(super) fn target_of(observed: &Observed, confirmed: &Confirmed) -> Target {
                 .as_ref()
                 .map(|i| i.findings.clone())
                 .unwrap_or_default(),
+            readiness,
         };
     }
     let roles = if observed.roles == Roles::Unknown {
@@ -64,6 +78,7 @@ pub(super) fn target_of(observed: &Observed, confirmed: &Confirmed) -> Target {
         roles,
         health: observed.health,
         findings,
+        readiness,
     }
 }
 
@@ -74,6 +89,7 @@ pub(super) fn differs(target: &Target, confirmed: &Confirmed) -> bool {
         .map(|i| i.findings.keys().cloned().collect::<BTreeSet<_>>())
         .unwrap_or_default();
     target.roles != confirmed.roles
+        || target.readiness != confirmed.readiness.as_ref().map(|r| r.verdict)
         || target.health != confirmed.health
         || (target.health != IncidentHealth::Ok
             && target.findings.keys().cloned().collect::<BTreeSet<_>>() != confirmed_findings)

@@ -8,6 +8,7 @@
 use crate::activity::Event;
 use crate::clock::iso;
 use crate::clusters::observe::{Finding, IncidentHealth, Roles};
+use crate::clusters::readiness::{self, Verdict};
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Map, Value};
@@ -30,6 +31,17 @@ pub struct Confirmed {
     pub incident: Option<Incident>,
     /// `data.cluster` as last confirmed (for a resolution by removal).
     pub cluster: Value,
+    /// The readiness verdict as last confirmed, with the findings it had then;
+    /// `None` until the first one is confirmed.
+    pub readiness: Option<ConfirmedReadiness>,
+}
+
+/// A confirmed readiness verdict and its findings (the `before` of the next
+/// `cluster.readiness_changed`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ConfirmedReadiness {
+    pub verdict: Verdict,
+    pub findings: Vec<readiness::Finding>,
 }
 
 impl Confirmed {
@@ -46,6 +58,7 @@ impl Confirmed {
                 "findings": i.findings.values().map(Finding::to_json).collect::<Vec<_>>(),
             })),
             "cluster": self.cluster,
+            "readiness": self.readiness,
         })
     }
 
@@ -81,6 +94,11 @@ impl Confirmed {
             health: IncidentHealth::parse(v["health"].as_str()?)?,
             incident,
             cluster: v["cluster"].clone(),
+            // Rows from before readiness existed have none: the first verdict
+            // is then confirmed as at a first sighting.
+            readiness: serde_json::from_value(v["readiness"].clone())
+                .ok()
+                .flatten(),
         })
     }
 }

@@ -60,14 +60,16 @@ impl Sim {
         let views: Vec<HostView> = self
             .hosts
             .iter()
-            .map(|(h, s)| HostView {
+            .enumerate()
+            // A priority each: a tie would put every cluster at risk (readiness).
+            .map(|(i, (h, s))| HostView {
                 client_id: format!("id-{h}"),
                 site: None,
                 host: h.to_string(),
                 online: s.online,
                 readable: s.reporting,
                 instances: vec![inst(json!({ "name": "VI_1", "vrid": 51, "state": s.state, "vips": s.vips, "advertInterval": 1,
-                                       "priority": 100, "lastTransition": iso(s.transition), "interface": "eth0" }))],
+                                       "priority": 200 - i, "lastTransition": iso(s.transition), "interface": "eth0" }))],
                 read_at: Some(iso(s.read_at)),
             })
             .collect();
@@ -447,9 +449,14 @@ fn a_stopped_master_reporting_late_does_not_restart_the_interval() {
     assert_eq!(out.requests, ["id-b"], "a is not live: it owes nothing");
     sim.hosts.get_mut("b").unwrap().read_at = sim.now;
     let out = sim.at(10);
+    // b alone is master now: nothing could take over from it (readiness).
     assert_eq!(
         Sim::kinds(&out),
-        ["vrrp.master_changed", "vrrp.incident_opened"]
+        [
+            "vrrp.master_changed",
+            "vrrp.incident_opened",
+            "cluster.readiness_changed"
+        ]
     );
     assert_eq!(out.events[0].client_id.as_deref(), Some("id-b"));
     assert_eq!(out.events[0].data["previousMaster"], "a");
@@ -592,7 +599,18 @@ fn a_second_host_in_fault_updates_the_incident_with_what_was_added() {
     );
     sim.state("c", "FAULT");
     let out = sim.settle();
-    assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+    // With both backups in FAULT no backup is ready: the readiness worsens.
+    assert_eq!(
+        Sim::kinds(&out),
+        ["vrrp.incident_updated", "cluster.readiness_changed"]
+    );
+    assert_eq!(out.events[1].level, ActivityLevel::Warning);
+    assert_eq!(out.events[1].data["before"], "ready");
+    assert_eq!(out.events[1].data["after"], "not_ready");
+    assert_eq!(
+        out.events[1].data["findings"][0]["check"],
+        "no_ready_backup"
+    );
     let i = &out.events[0].data["incident"];
     assert_eq!(
         (i["health"].as_str(), i["previousHealth"].as_str()),
@@ -613,7 +631,13 @@ fn a_second_host_in_fault_updates_the_incident_with_what_was_added() {
     // b recovers: what was cleared is reported, c's FAULT still holds.
     sim.state("b", "BACKUP");
     let out = sim.settle();
-    assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+    // b is a ready backup again: the readiness recovers (info).
+    assert_eq!(
+        Sim::kinds(&out),
+        ["vrrp.incident_updated", "cluster.readiness_changed"]
+    );
+    assert_eq!(out.events[1].level, ActivityLevel::Info);
+    assert_eq!(out.events[1].data["after"], "ready");
     let i = &out.events[0].data["incident"];
     assert_eq!(i["added"], json!([]));
     assert_eq!(
@@ -663,7 +687,11 @@ fn a_restart_in_the_middle_of_an_incident_repeats_nothing_and_misses_nothing() {
     // ...and a change after the restart is reported, in the same incident.
     sim.state("c", "FAULT");
     let out = sim.settle();
-    assert_eq!(Sim::kinds(&out), ["vrrp.incident_updated"]);
+    assert_eq!(
+        Sim::kinds(&out),
+        ["vrrp.incident_updated", "cluster.readiness_changed"],
+        "the confirmed verdict (ready) was kept across the restart"
+    );
     assert_eq!(
         out.events[0].correlation_id,
         before.incident.as_ref().map(|i| i.id.clone())
@@ -676,9 +704,10 @@ fn a_cluster_that_disappears_with_an_incident_open_is_resolved_as_removed() {
     let out = sim.settle();
     assert_eq!(
         Sim::kinds(&out),
-        ["vrrp.incident_opened"],
-        "first seen unhealthy (one host) still opens an incident"
+        ["vrrp.incident_opened", "cluster.readiness_changed"],
+        "first seen unhealthy (one host) still opens an incident, and is not ready"
     );
+    assert_eq!(out.events[1].data["before"], Value::Null);
     assert_eq!(
         out.events[0].data["incident"]["reasons"][0]["type"],
         "single-member"

@@ -374,10 +374,123 @@ fn to_json_shape() {
     keys.sort();
     assert_eq!(
         keys,
-        ["health", "key", "members", "networks", "site", "vips", "vrid"]
+        [
+            "health",
+            "key",
+            "members",
+            "networks",
+            "readiness",
+            "site",
+            "vips",
+            "vrid"
+        ]
     );
+    assert_eq!(v["readiness"]["verdict"], "not_ready", "a lone master");
+    assert_eq!(v["readiness"]["findings"][0]["check"], "no_ready_backup");
     assert_eq!(
         v["members"][0],
         json!({ "clientId": "a", "online": true, "reporting": true, "instance": inst("VI_1", 51, "MASTER", V) })
     );
+}
+
+/// A newer agent's unicast instance: its source address and the peers it names.
+fn unicast(state: &str, src: &str, peers: &[&str]) -> VrrpInstance {
+    serde_json::from_value(
+        json!({ "name": "VI_1", "vrid": 51, "state": state, "vips": V,
+        "usesUnicast": true, "sourceAddress": src, "unicastPeers": peers }),
+    )
+    .expect("an instance")
+}
+
+#[test]
+fn unicast_pairs_on_one_vrid_and_network_are_clusters_of_their_own() {
+    let hosts = [
+        host(
+            "a1",
+            None,
+            true,
+            true,
+            vec![unicast("MASTER", "192.0.2.11", &["192.0.2.12"])],
+        ),
+        host(
+            "a2",
+            None,
+            true,
+            true,
+            vec![unicast("BACKUP", "192.0.2.12", &["192.0.2.11"])],
+        ),
+        host(
+            "b1",
+            None,
+            true,
+            true,
+            vec![unicast("MASTER", "192.0.2.13", &["192.0.2.14"])],
+        ),
+        host(
+            "b2",
+            None,
+            true,
+            true,
+            vec![unicast("BACKUP", "192.0.2.14", &["192.0.2.13"])],
+        ),
+    ];
+    let clusters = group(&hosts);
+    assert_eq!(clusters.len(), 2, "{clusters:#?}");
+    let mut keys: Vec<&str> = clusters.iter().map(|c| c.key.as_str()).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "|51|192.0.2.0/24|unicast 192.0.2.11",
+            "|51|192.0.2.0/24|unicast 192.0.2.13"
+        ]
+    );
+    for c in &clusters {
+        assert_eq!(c.health, Health::Ok, "not a split brain: {}", c.key);
+        assert_eq!(c.members.len(), 2);
+    }
+}
+
+#[test]
+fn a_member_named_as_a_peer_stays_in_its_cluster_whatever_it_sends() {
+    // a2 forgot unicast: a1 still names it, so they are one cluster, and the
+    // readiness check says what is wrong rather than two clusters hiding it.
+    let mut a2 = unicast("BACKUP", "192.0.2.12", &[]);
+    a2.uses_unicast = Some(false);
+    let hosts = [
+        host(
+            "a1",
+            None,
+            true,
+            true,
+            vec![unicast("MASTER", "192.0.2.11", &["192.0.2.12"])],
+        ),
+        host("a2", None, true, true, vec![a2]),
+    ];
+    let clusters = group(&hosts);
+    assert_eq!(clusters.len(), 1);
+    assert!(clusters[0]
+        .readiness
+        .findings
+        .iter()
+        .any(|f| f.check == crate::clusters::readiness::Check::UnicastMismatch));
+}
+
+#[test]
+fn instances_whose_peers_are_unknown_group_by_network_as_before() {
+    // A newer agent naming a peer whose agent reports no source address (an
+    // older agent), and that older agent: one cluster, as before unicast groups.
+    let mut old = inst("VI_1", 51, "BACKUP", V);
+    old.unicast_peers = vec!["192.0.2.11".into()];
+    let hosts = [
+        host(
+            "a1",
+            None,
+            true,
+            true,
+            vec![unicast("MASTER", "192.0.2.11", &["192.0.2.12"])],
+        ),
+        host("a2", None, true, true, vec![old]),
+    ];
+    assert_eq!(group(&hosts).len(), 1);
 }

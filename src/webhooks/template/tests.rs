@@ -238,3 +238,27 @@ fn text_templates_for_urls_and_headers() {
         "headers.X-Token"
     );
 }
+
+#[test]
+fn a_readiness_change_gives_templates_its_verdict_and_findings() {
+    let now = chrono::Utc::now();
+    let sample = crate::webhooks::delivery::samples(now)
+        .into_iter()
+        .find(|e| e["kind"] == "cluster.readiness_changed")
+        .expect("a sample of the kind");
+    let ctx = crate::webhooks::delivery::context_of(&sample, None, "pager");
+    let t = compile_text(
+        "{{readiness.previousVerdict}} -> {{readiness.verdict}}: {{readiness.summary}} [{{readiness.checks | join(\",\")}}] {{event.message}}",
+        "body",
+    )
+    .unwrap();
+    let text = t.render(&ctx);
+    assert!(
+        text.starts_with("ready -> not_ready: lb-2 is in FAULT (track script chk_haproxy failed): no backup could take over from lb-1 [no_ready_backup] VRID 51"),
+        "{text}"
+    );
+    assert!(text.contains("is not ready for a failover"), "{text}");
+    // Other kinds have no readiness.
+    let other = crate::webhooks::delivery::samples(now).remove(0);
+    assert!(crate::webhooks::delivery::context_of(&other, None, "x")["readiness"].is_null());
+}
