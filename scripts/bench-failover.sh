@@ -23,6 +23,6 @@ cd "$here"
 echo "bench-failover: building release binaries" >&2
 cargo build --release -q -p vrrp-monitor --bin vrrp-monitor
 cargo build --release -q -p vrrp-agent --bin vrrp-agent
-# The measurement shares the lab tests' helpers (agent/tests/support).
+# The measurement shares the lab tests' helpers (the vrrp-test-support crate, test-support/).
 cargo bench -q -p vrrp-agent --bench failover 2>&1 |
     grep -E '^bench-failover:|panicked|FAILED' || { echo "bench-failover: failed" >&2; exit 1; }

@@ -27,6 +27,6 @@ cd "$here"
 echo "bench-takeover: building release binaries" >&2
 cargo build --release -q -p vrrp-monitor --bin vrrp-monitor
 cargo build --release -q -p vrrp-agent --bin vrrp-agent
-# The measurement shares the lab tests' helpers (agent/tests/support).
+# The measurement shares the lab tests' helpers (the vrrp-test-support crate, test-support/).
 cargo bench -q -p vrrp-agent --bench takeover 2>&1 |
     grep -E '^bench-takeover:|panicked|FAILED' || { echo "bench-takeover: failed" >&2; exit 1; }

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 pub mod changes;
 pub mod host_agent;
 pub mod lab;
+pub mod receiver;
 pub mod tier;
 
 pub const ADMIN_PASSWORD: &str = "agent-e2e-admin-pw";

@@ -30,3 +30,4 @@ mod lab_full_disk;
 mod lab_inbound;
 mod lab_outbound;
 mod lab_partition;
+mod lab_readiness;
