@@ -253,9 +253,11 @@ pub fn ended(h: &SessionHandles, client: &ClientRecord, connection: u64, connect
     log::info!("Agent {} ({}) disconnected", client.name(), client.id);
     h.clients_changed.notify();
     h.evaluator.connection_changed(&client.id);
-    // A deleted client leaves no trace of its last disconnect.
-    if clients::get(&h.db, &client.id).ok().flatten().is_some() {
-        let data = json!({ "connectionMode": connection_mode, "version": Value::Null, "clientName": client.name() });
+    // A deleted client leaves no trace of its last disconnect. The stored record
+    // has the version this connection's AUTH wrote (the one the socket started
+    // with predates it).
+    if let Some(stored) = clients::get(&h.db, &client.id).ok().flatten() {
+        let data = json!({ "connectionMode": connection_mode, "version": stored.version, "clientName": client.name() });
         h.activity.record(vec![Event::server(
             "client.disconnected",
             ActivityLevel::Trace,

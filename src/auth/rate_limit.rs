@@ -1,5 +1,7 @@
 //! The login rate limit: 10 attempts per 15 minutes per client address, successful
-//! or not. A fixed window per address, starting at its first attempt.
+//! or not. A fixed window per address, starting at its first attempt. An IPv6
+//! client counts per /64: one host holds a whole /64 and can pick any address in
+//! it for each attempt.
 
 use chrono::{DateTime, Duration, Utc};
 use parking_lot::Mutex;
@@ -30,6 +32,20 @@ pub struct RateLimiter {
     windows: Mutex<HashMap<IpAddr, Window>>,
 }
 
+/// The address an attempt is counted under: an IPv4 address (or an IPv4-mapped
+/// IPv6 one) as it is, an IPv6 address by its /64.
+fn counted_as(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => IpAddr::V6(std::net::Ipv6Addr::from(
+                u128::from(v6) & !((1u128 << 64) - 1),
+            )),
+        },
+        v4 => v4,
+    }
+}
+
 impl RateLimiter {
     pub fn new(limit: u32, window_secs: i64) -> Self {
         RateLimiter {
@@ -51,7 +67,7 @@ impl RateLimiter {
             let window = self.window;
             windows.retain(|_, w| w.start + window > now);
         }
-        let w = windows.entry(ip).or_insert(Window {
+        let w = windows.entry(counted_as(ip)).or_insert(Window {
             start: now,
             count: 0,
         });
@@ -78,6 +94,27 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use chrono::TimeZone;
+
+    #[test]
+    fn an_ipv6_client_counts_per_64_and_ipv4_per_address() {
+        let limiter = RateLimiter::login();
+        let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        for i in 0..10u16 {
+            let ip: IpAddr = format!("2001:db8:1:2::{:x}", i + 1).parse().unwrap();
+            assert!(limiter.hit(ip, now).allowed, "attempt {i}");
+        }
+        let same_64: IpAddr = "2001:db8:1:2:ffff::1".parse().unwrap();
+        assert!(!limiter.hit(same_64, now).allowed, "the 11th from the /64");
+        let next_64: IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert!(
+            limiter.hit(next_64, now).allowed,
+            "another /64 counts apart"
+        );
+        let mapped: IpAddr = "::ffff:192.0.2.9".parse().unwrap();
+        assert_eq!(counted_as(mapped), "192.0.2.9".parse::<IpAddr>().unwrap());
+        let other_v4: IpAddr = "192.0.2.10".parse().unwrap();
+        assert_eq!(counted_as(other_v4), other_v4);
+    }
 
     #[test]
     fn ten_per_fifteen_minutes_per_address() {

@@ -409,6 +409,15 @@ fn connect_replace_disconnect_and_presence() {
         "the replaced socket is no disconnect: {kinds:?}"
     );
     assert_eq!(kinds.iter().filter(|k| *k == "client.connected").count(), 2);
+    // The disconnect says which version of the agent went away.
+    let list = server.get("/api/v1/activity", Auth::Cookie(&admin)).body;
+    let gone = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == "client.disconnected")
+        .unwrap();
+    assert_eq!(gone["data"]["version"], "1.2.4", "the last AUTH's: {gone}");
 }
 
 #[test]
@@ -1081,5 +1090,92 @@ fn malformed_frames_end_only_the_socket_that_sent_them() {
     assert!(
         !server.log_text().contains("panicked"),
         "no thread panicked"
+    );
+}
+
+/// Registers an agent with `X-Forwarded-For: forwarded`; returns it.
+fn register_forwarded(server: &Server, admin: &str, forwarded: &str) -> Agent {
+    let t = server.post("/api/v1/tokens", Auth::Cookie(admin), "{}");
+    let token = t.body["token"].as_str().unwrap().to_owned();
+    let r = server.request(
+        "POST",
+        "/api/v1/register",
+        Auth::None,
+        &[
+            ("X-Forwarded-For", forwarded),
+            ("Content-Type", "application/json"),
+        ],
+        Some(&json!({ "token": token, "hostname": "behind-proxy" }).to_string()),
+    );
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    Agent {
+        id: r.body["clientId"].as_str().unwrap().to_owned(),
+        token: r.body["token"].as_str().unwrap().to_owned(),
+    }
+}
+
+fn client_row(server: &Server, admin: &str, id: &str) -> Value {
+    server
+        .get("/api/v1/clients", Auth::Cookie(admin))
+        .body
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .cloned()
+        .unwrap()
+}
+
+#[test]
+fn an_agent_behind_a_trusted_proxy_is_known_by_its_forwarded_address_everywhere() {
+    let server = Launch::new()
+        .config(
+            "security:\n  trusted_proxies: ['127.0.0.0/8']\n  allowed_networks: ['192.0.2.0/24']\n",
+        )
+        .start();
+    let admin = server.admin();
+    let agent = register_forwarded(&server, &admin, "192.0.2.50");
+    assert_eq!(
+        client_row(&server, &admin, &agent.id)["inboundAllowedIp"],
+        "192.0.2.50"
+    );
+    // Through the proxy: the allowed networks and the client's address pass on
+    // the forwarded address, and the session stays.
+    let path = format!("/ws/agent?clientId={}&token={}", agent.id, agent.token);
+    let mut ws = Ws::connect(server.port(), &path, &[("X-Forwarded-For", "192.0.2.50")]);
+    ws.send(
+        "AUTH",
+        json!({ "hostname": "behind-proxy", "version": "1.2.3", "capabilities": ["vrrp"] }),
+    );
+    assert_eq!(ws.expect("AUTH_SUCCESS")["clientId"], agent.id.as_str());
+    ws.assert_no("nothing", Duration::from_secs(1));
+    let row = client_row(&server, &admin, &agent.id);
+    assert_eq!(row["status"], "online");
+    assert_eq!(row["inboundLastIp"], "192.0.2.50");
+    drop(ws);
+    // Another forwarded address is not this client's.
+    let other = Ws::connect(server.port(), &path, &[("X-Forwarded-For", "192.0.2.51")]).ending();
+    assert_eq!(other, Ending::Close(4003, "IP address mismatch".into()));
+}
+
+#[test]
+fn forwarding_headers_from_an_untrusted_peer_are_ignored() {
+    let server = Launch::new().start();
+    let admin = server.admin();
+    let agent = register_forwarded(&server, &admin, "192.0.2.50");
+    assert_eq!(
+        client_row(&server, &admin, &agent.id)["inboundAllowedIp"],
+        "127.0.0.1"
+    );
+    let path = format!("/ws/agent?clientId={}&token={}", agent.id, agent.token);
+    let mut ws = Ws::connect(server.port(), &path, &[("X-Forwarded-For", "192.0.2.50")]);
+    ws.send(
+        "AUTH",
+        json!({ "hostname": "h", "version": "1.2.3", "capabilities": ["vrrp"] }),
+    );
+    ws.expect("AUTH_SUCCESS");
+    assert_eq!(
+        client_row(&server, &admin, &agent.id)["inboundLastIp"],
+        "127.0.0.1"
     );
 }

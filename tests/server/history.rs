@@ -100,6 +100,9 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     // server stops.
     clock.advance(Span::seconds(61));
     std::thread::sleep(Duration::from_millis(1200));
+    // A window that ended in the past reads the same before and after a restart.
+    let past = t0 + Span::seconds(30);
+    let past_before = history(&server, &admin, t0 - Span::hours(1), past);
     let stopped_at = clock.utc();
     drop((wa, wb));
     let mut launch = server.stop_in_process();
@@ -110,6 +113,11 @@ fn a_restart_in_the_middle_of_an_incident_leaves_an_honest_gap() {
     let restart = stopped_at + Span::minutes(10);
     let (server, clock) = launch.start_in_process_at(restart);
     let admin = server.admin();
+    let past_after = history(&server, &admin, t0 - Span::hours(1), past);
+    assert_eq!(
+        past_after, past_before,
+        "a past window reads the same after a restart"
+    );
     let after_stop = history(&server, &admin, t0 - Span::hours(1), restart);
     assert_eq!(after_stop.len(), 1, "{after_stop:?}");
     assert_eq!(

@@ -236,6 +236,10 @@ pub fn clip(intervals: &[Interval], from_ms: i64, to_ms: i64) -> Vec<Interval> {
             (f < t || (i.open && f == t && i.from_ms >= from_ms)).then(|| Interval {
                 from_ms: f,
                 to_ms: t,
+                // Cut at the window's end, it is not open in this window: a past
+                // window reads the same whether the interval is still open, was
+                // closed later, or was closed by a restart.
+                open: i.open && i.to_ms <= to_ms,
                 ..i.clone()
             })
         })

@@ -8,7 +8,6 @@
 
 use super::agent_socket::{serve_session, First, AUTH_WINDOW_SECS, QUEUE};
 use crate::agents::session;
-use crate::config::values::canonical_ip;
 use crate::http::request::percent_decode;
 use crate::http::transport::conns::ConnTracker;
 use crate::http::transport::ws;
@@ -42,6 +41,15 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(peer) = rq.remote_addr().copied() else {
         return;
     };
+    // The agent's address, taken as registration takes it: behind a trusted
+    // proxy, the address it forwarded (X-Forwarded-For), else the peer's. The
+    // allowed networks, the client's allowed IP and `inboundLastIp` all use it.
+    let (source, _) = crate::http::request::client_address(
+        peer.ip(),
+        ws::header(&rq, "x-forwarded-for"),
+        None,
+        &app.config.security.trusted_proxies,
+    );
     let mut busy = tracker.busy(peer);
     // The AUTH window starts when the socket opens.
     let auth_until = app.clock.utc() + Duration::seconds(AUTH_WINDOW_SECS);
@@ -57,7 +65,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
             return socket.close(close::INTERNAL_ERROR, "Internal error");
         }
     };
-    let source = canonical_ip(peer.ip());
+
     let checked = session::check_credentials(
         &app.db,
         &app.config.security.allowed_networks,
