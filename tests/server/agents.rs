@@ -1179,3 +1179,57 @@ fn forwarding_headers_from_an_untrusted_peer_are_ignored() {
         "127.0.0.1"
     );
 }
+
+/// A reading as a current agent sends it on a busy host: every optional field of
+/// an instance, trackers and sync groups. The agent's socket thread parses it on
+/// its own (small) stack.
+#[test]
+fn a_reading_with_every_field_is_stored_and_the_socket_thread_survives() {
+    let server = Server::start();
+    let admin = server.admin();
+    let agent = server.register_agent(&admin, "lb-1");
+    let mut ws = server.connect_agent(&agent);
+    let instance = |name: &str, state: &str| {
+        json!({
+            "name": name, "state": state, "wantedState": "BACKUP", "interface": "eth0", "vrid": 51,
+            "priority": 120, "effectivePriority": 120, "advertInterval": 1.0,
+            "vips": ["192.0.2.100/24 dev eth0 scope global set"], "excludedVips": ["192.0.2.200/24"],
+            "syncGroup": "SG_1", "lastTransition": "2026-11-29T10:00:00.000Z",
+            "stats": { "advertisements_received": 10, "advertisements_sent": 3, "became_master": 1 },
+            "tracked": [
+                { "kind": "script", "name": "chk_lab", "state": "GOOD", "weight": 0 },
+                { "kind": "interface", "name": "trk0", "state": "UP", "weight": 0 }
+            ],
+            "trackerFaults": 0, "unicastPeers": ["192.0.2.12", "192.0.2.13"], "masterRouter": "192.0.2.11",
+            "vrrpVersion": 2, "authType": "pass", "authFingerprint": "00112233445566778899aabbccddeeff",
+            "preempt": true, "preemptDelay": 0.0, "acceptMode": true, "masterAdvertInterval": 1.0,
+            "usesUnicast": true, "sourceAddress": "192.0.2.12", "configFaults": 0
+        })
+    };
+    let mut r = reading(&[]);
+    r["instances"] = json!([instance("VI_1", "BACKUP"), instance("VI_2", "FAULT")]);
+    r["syncGroups"] = json!([{ "name": "SG_1", "state": "BACKUP", "instances": ["VI_1", "VI_2"] }]);
+    for _ in 0..3 {
+        ws.send("KEEPALIVED_UPDATE", r.clone());
+    }
+    let path = format!("/api/v1/clients/{}/keepalived", agent.id);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stored = server.get(&path, Auth::Cookie(&admin));
+        if stored.status == 200 {
+            assert_eq!(stored.body["instances"][0]["sourceAddress"], "192.0.2.12");
+            assert_eq!(
+                stored.body["instances"][0]["authFingerprint"],
+                "00112233445566778899aabbccddeeff"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "no reading stored");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ws.assert_no("a closed socket", Duration::from_millis(500));
+    assert_eq!(
+        server.get("/api/v1/clients", Auth::Cookie(&admin)).body[0]["status"],
+        "online"
+    );
+}

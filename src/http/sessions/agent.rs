@@ -83,8 +83,12 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     // The session thread holds the parts it uses, not the whole App.
     let handles = app.session_handles();
     let name = format!("ws-agent:{}", client.id.chars().take(8).collect::<String>());
+    // The same session as an outbound client's `dial:` thread, with the same
+    // stack: 128 KiB overflowed in a debug build once instances carried the
+    // readiness fields (seen with real agents in the lab tests; serde's frames
+    // for the typed reading grow with its fields). Only touched pages count.
     let spawned = std::thread::Builder::new()
-        .stack_size(128 * 1024)
+        .stack_size(256 * 1024)
         .name(name)
         .spawn(move || {
             let _busy = busy;
