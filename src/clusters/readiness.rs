@@ -435,7 +435,13 @@ fn auth_mismatch(live: &[&Member]) -> Outcome {
             )
         },
         "members with different authentication discard each other's adverts",
-        |t| format!("every member uses authentication {t}"),
+        |t| {
+            if t == "none" {
+                "no member uses authentication".to_owned()
+            } else {
+                format!("every member uses authentication {t}")
+            }
+        },
     );
     if types.status != Status::Pass {
         return types;
