@@ -158,7 +158,11 @@ function shape(r) {
   return s;
 }
 function shapeOf(r) {
-  const inst = (r.instances || []).map((i) => [i.name, i.state, i.vrid, i.priority, i.effectivePriority, (i.vips || []).join()]);
+  // With what the readiness checks read (src/clusters/readiness.rs), so a
+  // changed advert interval, password or peer list shows in the verdict.
+  const inst = (r.instances || []).map((i) => [i.name, i.state, i.vrid, i.priority, i.effectivePriority, (i.vips || []).join(),
+    i.advertInterval, i.vrrpVersion, i.authType, i.authFingerprint, i.authPasswordMasked, i.usesUnicast,
+    (i.unicastPeers || []).join(), i.sourceAddress, i.masterRouter, i.configFaults, i.faultReason]);
   return JSON.stringify([r.running, r.error, inst]);
 }
 

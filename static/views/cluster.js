@@ -1,4 +1,5 @@
-// Cluster detail: members, addresses a member lacks, the one timeline of who
+// Cluster detail: members, addresses a member lacks, whether a failover would
+// work now (readiness, every check), the one timeline of who
 // was master when (24 h / 7 d / 30 d, from the cluster history, with the
 // cluster's stored events before it began) with the availability figures,
 // keepalived counters side by side, and the cluster's own activity.
@@ -12,6 +13,8 @@ import { EventRow } from '../events.js';
 import { HistoryPanel } from '../history.js';
 import { SilenceAction, SilencedBanner } from '../silence.js';
 import { Counters } from '../counters.js';
+import { ReadinessChecks } from '../readiness.js';
+import { refreshClusters } from '../live.js';
 
 // The cluster's stored events ({list, error}); a failed fetch is said, not
 // shown as "no events" (the last list stays, marked as not refreshed).
@@ -30,10 +33,21 @@ function useClusterEvents(key) {
   return state;
 }
 
+// The cluster list is fetched again only when a reading changes what it shows;
+// while this page is open a member's newer reading asks for it too, so the
+// readiness' "checked" time stays the newest reading's (once per reading).
+function useFreshCheck(cluster) {
+  const newest = (cluster?.members || []).filter((m) => m.online && m.reporting)
+    .map((m) => S.readingOf(m.clientId)?.receivedAt || '').reduce((a, b) => (b > a ? b : a), '');
+  const checked = cluster?.readiness?.checkedAt || '';
+  useEffect(() => { if (newest && newest > checked) refreshClusters(); }, [newest]);
+}
+
 export function ClusterDetail({ id }) {
   useTitle(`Cluster ${id}`);
   const cluster = S.clusters.value.find((c) => c.key === id);
   const { list: events, error } = useClusterEvents(id);
+  useFreshCheck(cluster);
   if (!cluster) {
     return html`<section><h1>Cluster</h1>
       <p class="empty">${S.clustersLoaded.value ? 'This cluster does not exist (any more).' : 'Loading…'}</p>
@@ -58,6 +72,8 @@ export function ClusterDetail({ id }) {
     ${lacking.length > 0 && html`<h2>Addresses a member lacks</h2><ul class="vip-mismatch">
       ${lacking.map(({ m, missing }) => html`<li><strong>${hostOf(m)}</strong> lacks ${missing.join(', ')}</li>`)}
     </ul>`}
+    <h2 id="readiness-title">Would a failover work now?</h2>
+    <${ReadinessChecks} readiness=${cluster.readiness} />
     <h2>Master and availability</h2>
     ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}
     <${HistoryPanel} clusterKey=${cluster.key} hosts=${byPriority(cluster.members).map(hostOf)} events=${events} />

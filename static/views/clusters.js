@@ -1,5 +1,6 @@
 // Clusters: attention first (the API's order), searchable; each with its health,
-// a one-line explanation and its members by effective priority.
+// whether a failover would work now, a one-line explanation and its members by
+// effective priority. Filters (health, readiness, search) live in the URL.
 import { useEffect } from 'preact/hooks';
 import { html, Health, Paged, useTitle } from '../ui.js';
 import * as S from '../state.js';
@@ -8,6 +9,7 @@ import { okShare, percent, useAvailabilityList } from '../history.js';
 import { loadSilences, silencesFor } from '../silence.js';
 import { clusterHref, explain, hostOf, live, Members } from '../members.js';
 import { arrow, nextSort, sortRows } from '../table.js';
+import { ReadinessBadge, VERDICT_TEXT, VERDICTS, verdictOf } from '../readiness.js';
 
 // The list's columns to sort by (the shared table's sorting: a click sorts
 // ascending, again descending). Attention first is the API's own order; ties
@@ -51,6 +53,7 @@ function ClusterRow(c) {
   return html`<article class=${`cluster health-${c.health}`} key=${c.key}>
     <header class="row">
       <${Health} health=${c.health} />
+      <${ReadinessBadge} readiness=${c.readiness} />
       <a class="cluster-name" href=${clusterHref(c)}>VRID ${c.vrid}</a>
       <span class="muted">${c.site ? `${c.site} · ` : ''}${c.networks.join(', ')}</span>
       ${silencesFor({ clusterKey: c.key, clientIds: c.members.map((m) => m.clientId) }).length > 0
@@ -68,6 +71,7 @@ export function Clusters() {
   const q = p.get('q') || '';
   const health = p.get('health') || '';
   const state = p.get('state') || '';
+  const readiness = p.get('readiness') || '';
   const attention = p.get('attention') === '1';
   const sort = sortOf(p.get('sort') || '');
   const byAvailability = sort.key === 'availability';
@@ -75,6 +79,7 @@ export function Clusters() {
   const figures = useAvailabilityList(byAvailability);
   let list = S.clusters.value.map((c, order) => ({ ...c, order })).filter((c) => (!health || c.health === health)
     && (!attention || c.health !== 'ok')
+    && (!readiness || verdictOf(c) === readiness)
     && (!state || c.members.some((m) => live(m) && m.instance.state === state))
     && matches(c, q));
   if (byAvailability && figures) list = list.map((c) => ({ ...c, availability: figures.get(c.key) }));
@@ -87,6 +92,10 @@ export function Clusters() {
       <select aria-label="Health" value=${health} onChange=${(e) => setParams({ health: e.currentTarget.value })}>
         <option value="">Any health</option>
         ${['split-brain', 'no-master', 'vip-mismatch', 'degraded', 'unknown', 'ok'].map((h) => html`<option value=${h}>${h}</option>`)}
+      </select>
+      <select aria-label="Failover readiness" id="readiness-filter" value=${readiness} onChange=${(e) => setParams({ readiness: e.currentTarget.value })}>
+        <option value="">Any readiness</option>
+        ${VERDICTS.map((v) => html`<option value=${v}>${VERDICT_TEXT[v]}</option>`)}
       </select>
       ${(state || attention) && html`<button type="button" onClick=${() => setParams({ state: '', attention: '' })}>
         ${state ? `With a live ${state}` : 'Needing attention'} ×</button>`}

@@ -1,16 +1,20 @@
-// Overview: the fleet in numbers (each number opens the list it counts), the
-// clusters needing attention, and the open incidents with how long they last.
+// Overview: the fleet in numbers (each number opens the list it counts, among
+// them the clusters a failover would not work in now), the clusters needing
+// attention, and the open incidents with how long they last.
 import { computed } from '@preact/signals';
 import { html, Health, Time, duration, HEALTH_TEXT, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { clusterHref, explain, hostOf } from '../members.js';
+import { verdictOf } from '../readiness.js';
 
 const stats = computed(() => {
   const cs = S.clusters.value;
   const byHealth = {};
-  let masters = 0, faults = 0;
+  let masters = 0, faults = 0, notReady = 0, atRisk = 0;
   for (const c of cs) {
     byHealth[c.health] = (byHealth[c.health] || 0) + 1;
+    if (verdictOf(c) === 'not_ready') notReady++;
+    if (verdictOf(c) === 'at_risk') atRisk++;
     for (const m of c.members) {
       if (!m.online || !m.reporting) continue;
       if (m.instance.state === 'MASTER') masters++;
@@ -28,7 +32,7 @@ const stats = computed(() => {
     unusable,
     online: clients.filter((c) => c.status === 'online').length,
     total: clients.length,
-    byHealth, masters, faults, clusters: cs.length,
+    byHealth, masters, faults, notReady, atRisk, clusters: cs.length,
   };
 });
 
@@ -52,6 +56,9 @@ export function Overview() {
         tone=${(s.byHealth.ok || 0) < s.clusters ? 'warn' : ''} />
       ${s.unusable > 0 && html`<${Card} href="/clients?keepalived=unusable" label="hosts without a usable keepalived reading"
         value=${s.unusable} tone="warn" id="unusable-hosts" />`}
+      <${Card} href="/clusters?readiness=not_ready" label="clusters not ready for failover" value=${s.notReady}
+        tone=${s.notReady ? 'bad' : s.atRisk ? 'warn' : ''} id="not-ready-clusters"
+        note=${s.atRisk ? `${s.atRisk} more at risk` : 'none at risk'} />
       ${order.filter((h) => s.byHealth[h]).map((h) => html`<${Card} href=${`/clusters?health=${h}`}
         label=${HEALTH_TEXT[h].toLowerCase()} value=${s.byHealth[h]}
         tone=${h === 'split-brain' || h === 'no-master' ? 'bad' : 'warn'} />`)}

@@ -28,7 +28,8 @@ const OVERRIDES = 'activity_level_overrides';
 // Kinds the server and agents record (any other kind may be typed).
 const KINDS = ['vrrp.state_changed', 'vrrp.track_changed', 'vrrp.instance_added', 'vrrp.instance_removed', 'keepalived.started', 'keepalived.stopped',
   'keepalived.unreadable', 'client.connected', 'client.disconnected', 'client.registered', 'scheduler.failed',
-  'vrrp.master_changed', 'vrrp.split_brain', 'vrrp.master_lost', 'vrrp.incident_opened', 'vrrp.incident_updated', 'vrrp.incident_resolved'];
+  'vrrp.master_changed', 'vrrp.split_brain', 'vrrp.master_lost', 'vrrp.incident_opened', 'vrrp.incident_updated', 'vrrp.incident_resolved',
+  'cluster.readiness_changed'];
 // The API refuses `none` for these: an incident must always be recorded.
 const NEVER_NONE = ['vrrp.incident_opened', 'vrrp.incident_resolved'];
 const OVERRIDE_LEVELS = ['trace', 'info', 'warning', 'error', 'none'];
@@ -167,6 +168,8 @@ const DEFAULT_LEVEL = {
   'client.connected': 'trace', 'client.disconnected': 'trace', 'client.registered': 'info',
   'scheduler.failed': 'error', 'vrrp.master_changed': 'info', 'vrrp.split_brain': 'info', 'vrrp.master_lost': 'info',
   'vrrp.incident_opened': 'warning', 'vrrp.incident_updated': 'warning', 'vrrp.incident_resolved': 'info',
+  // Chosen per event (src/clusters/confirm/events.rs); an override replaces both.
+  'cluster.readiness_changed': 'warning when it worsens, else info',
 };
 
 function overrideMap(settings) {

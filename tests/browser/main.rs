@@ -17,6 +17,7 @@ mod daily;
 mod faults;
 mod history;
 mod pair;
+mod readiness;
 mod screens;
 mod timeline;
 
@@ -267,7 +268,9 @@ fn a_failover_shows_live_with_timeline_toast_and_client_detail() {
     b.wait_text(".cluster-detail .events", "MASTER");
     b.screenshot("cluster-detail");
 
-    // A client's detail, and asking it for a fresh reading.
+    // A client's detail, and asking it for a fresh reading (from the top of the
+    // page: scrolled to the counters, the members sit under the sticky header).
+    b.js("window.scrollTo(0, 0)", json!([]));
     b.click(".cluster-detail .member a[href^='/clients/']");
     b.wait("#refresh-reading");
     b.wait_text(".client-detail", "VI_WEB");

@@ -1,8 +1,11 @@
 //! Screenshots for the README (`doc/screenshots/`), light and dark: a small
 //! fleet with a failover, a split brain and a healthy pair. Ignored in normal
-//! runs; `cargo test --test browser docs_screenshots -- --ignored` renews them.
+//! runs; `cargo test --test browser docs_screenshots -- --ignored` renews them,
+//! `readiness_screenshots` the overview's readiness card and the cluster page's
+//! readiness section.
 
 use crate::harness::{Auth, Server, ADMIN_PASSWORD};
+use crate::readiness::{cluster_of, net_of, pair, ready_member, slower};
 use crate::timeline::past_failovers;
 use crate::webdriver::Browser;
 use crate::{instance, login, reading_of, FakeAgent};
@@ -254,4 +257,95 @@ pub fn urlencode(s: &str) -> String {
             _ => format!("%{c:02X}"),
         })
         .collect()
+}
+
+/// The README's screenshots of readiness: the overview's card and the cluster
+/// page's section, light and dark, desktop and 375 px. VRID 51 is not ready (a
+/// member advertises at another interval, another does not report its VRRP
+/// version), VRID 52 at risk (a priority tie), VRID 53 ready.
+#[test]
+#[ignore = "writes doc/screenshots/"]
+fn readiness_screenshots() {
+    let server = Server::start();
+    let admin = server.admin();
+    let (_lb_a, lb_b) = pair(&server, &admin, "lb", 51);
+    let db = |name: &str, state: &str, last: u8| {
+        let address = format!("{}.{last}", net_of(52));
+        let reading = ready_member("VI_DB", state, 100, 52, &address, 1.0, Some(3));
+        FakeAgent::connect(&server, &admin, name, reading)
+    };
+    let _db_a = db("db-a", "MASTER", 1);
+    let _db_b = db("db-b", "BACKUP", 2);
+    let (_edge_a, _edge_b) = pair(&server, &admin, "edge", 53);
+    lb_b.report(slower(51));
+    let t0 = std::time::Instant::now();
+    while cluster_of(&server, &admin, 51)["readiness"]["verdict"] != "not_ready"
+        || cluster_of(&server, &admin, 52)["readiness"]["verdict"] != "at_risk"
+    {
+        assert!(t0.elapsed().as_secs() < 15, "the fleet's verdicts");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The confirmed changes' events (and their toasts) before any screenshot.
+    let confirmed = || {
+        let list = server.get("/api/v1/activity", Auth::Cookie(&admin)).body;
+        let after = |v: &str| {
+            list.as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["kind"] == "cluster.readiness_changed" && r["data"]["after"] == v)
+        };
+        after("not_ready") && after("at_risk")
+    };
+    while !confirmed() {
+        assert!(t0.elapsed().as_secs() < 30, "the readiness events");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let key = cluster_of(&server, &admin, 51)["key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("doc/screenshots");
+    for (b, suffix) in [
+        (Browser::start(1200, 820), ""),
+        (Browser::start(375, 760), "-phone"),
+    ] {
+        login(&b, &server, "admin", ADMIN_PASSWORD, "/");
+        for theme in ["light", "dark"] {
+            b.js(
+                "localStorage.setItem('theme', arguments[0])",
+                json!([theme]),
+            );
+            for (name, path, wait, show) in [
+                (
+                    "readiness-card",
+                    "/".to_owned(),
+                    "#not-ready-clusters",
+                    "#not-ready-clusters",
+                ),
+                (
+                    "readiness-section",
+                    format!("/clusters/{}", urlencode(&key)),
+                    "#readiness li.check-fail",
+                    "#readiness-title",
+                ),
+            ] {
+                b.goto(&server.url(&path));
+                b.wait(wait);
+                b.wait_text("#live-indicator", "Live");
+                if name == "readiness-card" {
+                    // The two readiness warnings, counted once the snapshot is in.
+                    b.wait_text("a[href^='/activity?unseen=1'] .stat-value", "2");
+                }
+                b.js(
+                    "document.querySelectorAll('.toast button').forEach(x => x.click());
+                     const e = document.querySelector(arguments[0]);
+                     const top = e.getBoundingClientRect().top + scrollY;
+                     const bar = document.querySelector('header.top').offsetHeight;
+                     if (arguments[1] || top + e.offsetHeight > innerHeight) scrollTo(0, top - bar - 12);",
+                    json!([show, name == "readiness-section"]),
+                );
+                b.screenshot_to(&dir.join(format!("{name}{suffix}-{theme}.png")));
+            }
+        }
+    }
 }
