@@ -171,7 +171,7 @@ pub struct VrrpInstance {
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub vrrp_version: Option<u8>,
     /// keepalived's authentication type in one lowercase word: `none`, `pass`
-    /// (`SIMPLE_PASSWORD`) or `ah` (`IPSEC_AH`); another word as keepalived wrote it.
+    /// (`SIMPLE_PASSWORD`) or `ah` (`IPSEC_AH`); another word lowercased.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
     pub auth_type: Option<String>,
     /// HMAC-SHA256 of the authentication password under the key the server handed

@@ -1,7 +1,8 @@
 //! Dialling the server: TCP with a timeout, TLS (rustls with ring) when the URL is https,
 //! the WebSocket upgrade on `/ws/agent?clientId=..&token=..`, AUTH, and the wait for
-//! AUTH_SUCCESS, all inside one deadline read from the driven clock. Certificate checking
-//! is decided per dial from `allow_self_signed`; nothing process-wide is touched.
+//! AUTH_SUCCESS (and the fingerprint key it may carry), all inside one deadline read
+//! from the driven clock. Certificate checking is decided per dial from
+//! `allow_self_signed`; nothing process-wide is touched.
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -14,6 +15,7 @@ use tungstenite::protocol::WebSocketConfig;
 use tungstenite::{Message, WebSocket};
 use vrrp_protocol::kind;
 
+use super::fingerprint::{FingerprintKey, NoKey};
 use super::session::{envelope, parse_envelope};
 use crate::clock::Clock;
 use crate::config::Secret;
@@ -145,7 +147,8 @@ fn would_block(e: &io::Error) -> bool {
 
 /// Dials and authenticates within `deadline` (the 5 s handshake timeout). `tick` is the
 /// socket read timeout between looks at the clock; `poll` runs on every tick (it collects
-/// waiting `POST /api/connect` callers) and returns `Some(Abort)` to give up.
+/// waiting `POST /api/connect` callers) and returns `Some(Abort)` to give up. Gives the
+/// socket and the server's fingerprint key, if it sent one.
 pub fn connect(
     t: &Target,
     hostname: &str,
@@ -154,7 +157,7 @@ pub fn connect(
     deadline: Instant,
     tick: Duration,
     poll: &mut dyn FnMut() -> Option<Abort>,
-) -> Result<Socket, String> {
+) -> Result<(Socket, Option<FingerprintKey>), String> {
     let (endpoint, tls) = agent_endpoint(&t.base_url)?;
     let uri: tungstenite::http::Uri = endpoint
         .parse()
@@ -201,13 +204,15 @@ pub fn connect(
             Err(HandshakeError::Failure(e)) => return Err(format!("WebSocket handshake: {e}")),
         }
     };
-    authenticate(&mut ws, hostname, version, clock, deadline, poll)?;
-    Ok(ws)
+    let key = authenticate(&mut ws, hostname, version, clock, deadline, poll)?;
+    Ok((ws, key))
 }
 
 /// The connect procedure after the socket opened, the same for both directions: AUTH
 /// first, then AUTH_SUCCESS before `deadline` (AUTH_FAILURE is not handled on its own;
-/// the server closes). The socket must have a short read timeout (`tick`).
+/// the server closes). The socket must have a short read timeout (`tick`). Gives the
+/// fingerprint key of AUTH_SUCCESS: `None` from a server that sends none (older) or
+/// one that is not hex (a warning in the log, without the value).
 pub fn authenticate(
     ws: &mut Socket,
     hostname: &str,
@@ -215,7 +220,7 @@ pub fn authenticate(
     clock: &dyn Clock,
     deadline: Instant,
     poll: &mut dyn FnMut() -> Option<Abort>,
-) -> Result<(), String> {
+) -> Result<Option<FingerprintKey>, String> {
     let auth = envelope(
         kind::AUTH,
         json!({ "hostname": hostname, "version": version, "capabilities": ["vrrp"] }),
@@ -231,7 +236,19 @@ pub fn authenticate(
         }
         match ws.read() {
             Ok(Message::Text(text)) => match parse_envelope(&text) {
-                Some((k, _)) if k == kind::AUTH_SUCCESS => return Ok(()),
+                Some((k, p)) if k == kind::AUTH_SUCCESS => {
+                    return Ok(match FingerprintKey::from_auth_success(&p) {
+                        Ok(key) => Some(key),
+                        Err(NoKey::Absent) => None,
+                        Err(NoKey::Invalid) => {
+                            log::warn!(
+                                "AUTH_SUCCESS carries a fingerprintKey that is not a hex key; \
+                                 readings go to this server without password fingerprints"
+                            );
+                            None
+                        }
+                    });
+                }
                 Some((k, p)) if k == kind::AUTH_FAILURE => {
                     log::debug!("AUTH_FAILURE {p}");
                 }

@@ -13,11 +13,15 @@
 //! server slot (`connection` for the first, `connection-2`.. for the others), each with
 //! its own socket, ladder and status, and its own position in the one activity queue
 //! (keyed by the client id its server issued). `Slots` reaches them all: every reading
-//! goes to each, so a server that is down holds no other back. During a session
-//! the socket is non-blocking and the thread sleeps in poll(2) on the
-//! socket and a wake pipe, so a reading (and its events) goes out as soon as it exists.
+//! goes to each, so a server that is down holds no other back. Each connection keeps
+//! the fingerprint key its server sent in AUTH_SUCCESS (`fingerprint`) for its
+//! session only: a reading's password fingerprints are made per server, as the reading
+//! goes out, and never stored. During a session the socket is non-blocking and the
+//! thread sleeps in poll(2) on the socket and a wake pipe, so a reading (and its
+//! events) goes out as soon as it exists.
 
 pub mod dial;
+pub mod fingerprint;
 pub mod ladder;
 pub mod outbound;
 pub mod session;
@@ -105,6 +109,8 @@ pub struct Incoming {
     pub peer: std::net::SocketAddr,
     /// The client id the server presented (checked): its queue position.
     pub client_id: String,
+    /// The key of the server's AUTH_SUCCESS, if it sent one.
+    pub fingerprint_key: Option<fingerprint::FingerprintKey>,
 }
 
 /// One connection thread's inbox and status.
@@ -491,8 +497,8 @@ impl Conn {
             });
             return Some(End::Stop);
         }
-        let ws = match result {
-            Ok(ws) => ws,
+        let (ws, fingerprint_key) = match result {
+            Ok(ok) => ok,
             Err(e) => {
                 log::warn!("Connection to {shown} failed: {e}");
                 self.set_state(ConnState::Disconnected, None, Some(e.clone()));
@@ -510,7 +516,7 @@ impl Conn {
             connected: true,
             error: None,
         });
-        let end = self.session(ws, inbox, &target.client_id);
+        let end = self.session(ws, inbox, &target.client_id, fingerprint_key);
         if let End::Closed(why) = &end {
             self.set_state(ConnState::Disconnected, None, Some(why.clone()));
         }
@@ -530,7 +536,7 @@ impl Conn {
             self.set_state(ConnState::Connected, None, None);
             log::info!("Server session from {peer} started");
             let client_id = inc.client_id.clone();
-            match self.session(inc.ws, inbox, &client_id) {
+            match self.session(inc.ws, inbox, &client_id, inc.fingerprint_key) {
                 End::Replaced(next) => {
                     log::info!(
                         "Server session from {peer} replaced by a new one from {}",
@@ -567,7 +573,13 @@ impl Conn {
         Ok(())
     }
 
-    fn session(&mut self, mut ws: dial::Socket, inbox: &Inbox, server: &str) -> End {
+    fn session(
+        &mut self,
+        mut ws: dial::Socket,
+        inbox: &Inbox,
+        server: &str,
+        fingerprint_key: Option<fingerprint::FingerprintKey>,
+    ) -> End {
         if let Err(e) = ws.get_ref().tcp().set_nonblocking(true) {
             return End::Closed(format!("socket setup: {e}"));
         }
@@ -580,7 +592,7 @@ impl Conn {
             queue: queue.as_ref(),
             server,
         };
-        let (mut s, actions) = Session::start(&ctx(&clock));
+        let (mut s, actions) = Session::start_keyed(&ctx(&clock), fingerprint_key);
         if let Err(e) = self.execute(&mut ws, actions) {
             return End::Closed(e);
         }

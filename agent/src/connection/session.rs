@@ -2,9 +2,11 @@
 //! it messages, pings, readings and the time, and carries out the `Action`s it returns.
 //!
 //! Owns: the ping deadline (35 s), the reading resend rule (changed apart from counters,
-//! asked for, or 30 s since the last one), and which queued events are out on the wire
-//! (re-offered 1 minute after they went out unacknowledged). Incoming messages go through
-//! one type-to-handler table (`HANDLERS`); an unknown type is dropped.
+//! asked for, or 30 s since the last one; a changed password is a change), which queued
+//! events are out on the wire (re-offered 1 minute after they went out unacknowledged),
+//! and this server's fingerprint key: each reading is sent with its passwords'
+//! fingerprints under that key (`fingerprint`), made as it goes out. Incoming messages
+//! go through one type-to-handler table (`HANDLERS`); an unknown type is dropped.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +16,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use vrrp_protocol::{kind, ActivityAck, ActivityEvent, Reading};
 
+use super::fingerprint::{self, FingerprintKey};
 use crate::reader::TriggerSource;
 
 pub const PING_DEADLINE: Duration = Duration::from_secs(35);
@@ -97,16 +100,28 @@ pub struct Session {
     resend_asked: Option<Instant>,
     /// Event id → when it last went out unacknowledged.
     offered: HashMap<String, Instant>,
+    /// The key this session's server sent in AUTH_SUCCESS, if any.
+    fingerprint_key: Option<FingerprintKey>,
 }
 
 impl Session {
-    /// AUTH_SUCCESS arrived: read at once, offer the whole queue.
+    /// AUTH_SUCCESS arrived from a server that sent no fingerprint key.
     pub fn start(ctx: &Ctx) -> (Session, Vec<Action>) {
+        Session::start_keyed(ctx, None)
+    }
+
+    /// AUTH_SUCCESS arrived, with the server's fingerprint key if it sent one: read at
+    /// once, offer the whole queue.
+    pub fn start_keyed(
+        ctx: &Ctx,
+        fingerprint_key: Option<FingerprintKey>,
+    ) -> (Session, Vec<Action>) {
         let mut s = Session {
             last_ping: ctx.now,
             last_sent: None,
             resend_asked: None,
             offered: HashMap::new(),
+            fingerprint_key,
         };
         let mut out = vec![Action::Read(TriggerSource::Connection)];
         out.extend(s.offer(ctx));
@@ -156,8 +171,9 @@ impl Session {
     }
 
     /// A reading finished (whatever triggered it). Sent when asked for, when it differs
-    /// from the last one sent apart from counters, or when the last one is 30 s old. New
-    /// events the reading queued go out with it.
+    /// from the last one sent apart from counters (its passwords included: they are part
+    /// of the shared reading, their fingerprints are not), or when the last one is 30 s
+    /// old. New events the reading queued go out with it.
     pub fn on_reading(
         &mut self,
         reading: &Arc<Reading>,
@@ -182,7 +198,7 @@ impl Session {
                 }
             };
         if send {
-            match serde_json::to_value(reading.as_ref()) {
+            match fingerprint::payload(reading, self.fingerprint_key.as_ref()) {
                 Ok(v) => {
                     out.push(Action::Send(envelope(kind::KEEPALIVED_UPDATE, v)));
                     self.last_sent = Some((reading.clone(), ctx.now));
@@ -433,6 +449,42 @@ mod tests {
             &t.at(68),
         );
         assert_eq!(kinds(&out), ["KEEPALIVED_UPDATE"]);
+    }
+
+    #[test]
+    fn a_changed_password_is_a_changed_reading_and_goes_out_fingerprinted() {
+        use vrrp_protocol::AuthPassword;
+        let t = T::new();
+        let key = FingerprintKey::from_bytes(b"k");
+        let (mut s, _) = Session::start_keyed(&t.at(0), Some(key));
+        let with = |password: &str, adverts: u64| {
+            let mut r = (*reading(VrrpState::Master, adverts)).clone();
+            r.instances[0].auth_password = Some(AuthPassword::new(password));
+            Arc::new(r)
+        };
+        let fp = |actions: &[Action]| {
+            sent(actions)
+                .into_iter()
+                .find(|(k, _)| k == "KEEPALIVED_UPDATE")
+                .map(|(_, p)| p["instances"][0]["authFingerprint"].clone())
+        };
+        let out = s.on_reading(&with("one", 1), &[TriggerSource::Connection], &t.at(0));
+        let first = fp(&out).unwrap();
+        assert_eq!(first, AuthPassword::new("one").fingerprint(b"k").as_str());
+        // Only the counters moved: not sent.
+        let out = s.on_reading(&with("one", 2), &[TriggerSource::Poll], &t.at(1));
+        assert_eq!(fp(&out), None);
+        // The password changed, nothing else: sent, with the new fingerprint.
+        let out = s.on_reading(&with("two", 3), &[TriggerSource::Poll], &t.at(2));
+        let second = fp(&out).unwrap();
+        assert_ne!(second, first);
+        assert!(!sent(&out)
+            .iter()
+            .any(|(_, p)| p.to_string().contains("two")));
+        // A session without a key sends the same reading without a fingerprint.
+        let (mut plain, _) = Session::start(&t.at(0));
+        let out = plain.on_reading(&with("one", 1), &[TriggerSource::Connection], &t.at(0));
+        assert_eq!(fp(&out), Some(Value::Null));
     }
 
     #[test]

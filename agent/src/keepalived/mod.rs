@@ -3,7 +3,8 @@
 //! Owns every contact with keepalived: the `/proc/*/comm` scan under `SVC_PROC_DIR`, the
 //! start-up check of the process table, the version read from the binary, the signals
 //! (only SIGUSR1, SIGUSR2 and the configured JSON signal are ever sent) and the wait for
-//! complete dump files, read through `/proc/<pid>/root`. Parsing is left to `parse`.
+//! complete dump files, read through `/proc/<pid>/root` (at most 32 MiB each). Parsing
+//! is left to `parse`.
 
 pub mod fifo;
 pub mod once;
@@ -407,7 +408,7 @@ impl Prober {
             log::debug!("dump did not arrive within {timeout:?}; signalling keepalived once more");
         }
         let read = |d: &Dump| {
-            fs::read(&d.through_root)
+            read_dump(&d.through_root)
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .map_err(|e| {
                     TakeError::Failed(format!(
@@ -522,6 +523,26 @@ impl Prober {
     }
 }
 
+/// Largest dump file read: keepalived writes a few KB per instance, so anything larger
+/// is no dump to parse, and reading it whole would only cost memory.
+const MAX_DUMP_BYTES: u64 = 32 << 20;
+
+/// Reads a dump file whole, up to [`MAX_DUMP_BYTES`]; a larger one is an error.
+fn read_dump(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut buf = Vec::new();
+    fs::File::open(path)?
+        .take(MAX_DUMP_BYTES + 1)
+        .read_to_end(&mut buf)?;
+    if buf.len() as u64 > MAX_DUMP_BYTES {
+        return Err(io::Error::other(format!(
+            "larger than {} MiB, not a dump",
+            MAX_DUMP_BYTES >> 20
+        )));
+    }
+    Ok(buf)
+}
+
 /// Whether a process whose `/proc/<pid>/status` is `status` blocks, ignores or catches
 /// `signal` (its `SigBlk`, `SigIgn`, `SigCgt` masks; keepalived blocks its signals and
 /// reads them from a signalfd). A signal it does none of these with ends it.
@@ -616,6 +637,23 @@ mod tests {
         assert!(!signal_handled(running, 0));
         assert!(!signal_handled(running, 65));
         assert!(!signal_handled("garbage", nix::libc::SIGUSR1));
+    }
+
+    #[test]
+    fn a_dump_is_read_whole_up_to_its_bound() {
+        let tmp = tempfile::tempdir().unwrap();
+        let small = tmp.path().join("small");
+        fs::write(&small, b"VRRP Instance = VI_1\n").unwrap();
+        assert_eq!(read_dump(&small).unwrap(), b"VRRP Instance = VI_1\n");
+        // One byte over the bound: refused (at most that one byte more is read).
+        let big = tmp.path().join("big");
+        fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_DUMP_BYTES + 1)
+            .unwrap();
+        let e = read_dump(&big).unwrap_err();
+        assert!(e.to_string().contains("larger than 32 MiB"), "{e}");
+        assert!(read_dump(&tmp.path().join("missing")).is_err());
     }
 
     #[test]

@@ -244,6 +244,35 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     #[test]
+    fn the_baseline_on_disk_holds_no_password() {
+        use vrrp_protocol::{AuthPassword, Reading, VrrpInstance};
+        let tmp = tempfile::tempdir().unwrap();
+        let d = DataDir::open(&tmp.path().join("data")).unwrap();
+        let b = Baseline {
+            reading: Reading {
+                running: true,
+                instances: vec![VrrpInstance {
+                    name: "VI_1".into(),
+                    auth_type: Some("pass".into()),
+                    auth_password: Some(AuthPassword::new("s3cr3t51")),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        d.save_baseline(&b).unwrap();
+        let text = fs::read_to_string(d.path().join(LAST_READING)).unwrap();
+        assert!(
+            text.contains("\"authType\":\"pass\"") && !text.contains("s3cr3t51"),
+            "{text}"
+        );
+        // Read back, it has none: change detection (the events) never looks at it.
+        let back = d.load_baseline().unwrap().unwrap();
+        assert_eq!(back.reading.instances[0].auth_password, None);
+    }
+
+    #[test]
     fn modes_and_atomic_write() {
         let tmp = tempfile::tempdir().unwrap();
         let d = DataDir::open(&tmp.path().join("data")).unwrap();

@@ -9,10 +9,10 @@
 //! Both routes run their checks on the `http-worker` that took the request, so a refused
 //! socket never reaches the connection thread: `allowedNetworks` first (4003), then the
 //! route's own rules (see `crate::connection::outbound`). `/ws/register` answers on this worker.
-//! `/ws/agent` sends AUTH, waits for AUTH_SUCCESS, then hands the socket to the
-//! connection thread of the server whose client id it presented (an agent may be
-//! registered with more than one), which runs the same `Session` as for the socket
-//! it dials.
+//! `/ws/agent` sends AUTH, waits for AUTH_SUCCESS, then hands the socket (with the
+//! fingerprint key AUTH_SUCCESS carried, if any) to the connection thread of the server
+//! whose client id it presented (an agent may be registered with more than one), which
+//! runs the same `Session` as for the socket it dials.
 
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
@@ -273,7 +273,7 @@ fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str, stoppi
     let client_id = outbound::query_param(query, "clientId").unwrap_or_default();
     // AUTH goes out after this, so the window has started before the peer sees it.
     let deadline = state.clock.now() + HANDSHAKE_TIMEOUT;
-    if let Err(e) = dial::authenticate(
+    let fingerprint_key = match dial::authenticate(
         &mut ws,
         &state.hostname,
         &state.version,
@@ -281,13 +281,17 @@ fn agent(state: &WebState, mut ws: Socket, peer: SocketAddr, query: &str, stoppi
         deadline,
         &mut || stopping.load(Ordering::SeqCst).then_some(dial::Abort::Stop),
     ) {
-        log::warn!("/ws/agent: session from {peer} not started: {e}");
-        close_with(&mut ws, 1000, "");
-        return;
-    }
+        Ok(key) => key,
+        Err(e) => {
+            log::warn!("/ws/agent: session from {peer} not started: {e}");
+            close_with(&mut ws, 1000, "");
+            return;
+        }
+    };
     conn.inbox.send(ConnMsg::Accepted(Box::new(Incoming {
         ws,
         peer,
         client_id,
+        fingerprint_key,
     })));
 }

@@ -8,6 +8,7 @@
 // Needs nothing but the built binaries.
 mod cli;
 mod connection_clock;
+mod connection_fingerprint;
 mod fatal;
 mod hostile_web;
 mod inbound;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rand::{Rng, SeedableRng};
 use vrrp_agent::keepalived::parse::{self, ParsedDump};
+use vrrp_protocol::AuthPassword;
 use vrrp_protocol::VrrpState::{self, *};
 
 fn fixtures() -> PathBuf {
@@ -93,6 +94,38 @@ fn text_json_and_stats_dumps_agree_on_every_scenario() {
                 "{name} last transition"
             );
             assert_eq!(d.wanted_state.is_some(), j.wanted_state.is_some());
+            // The settings the readiness checks compare: the JSON dump has them too
+            // (all but flags, source address and config faults).
+            assert_eq!(d.vrrp_version, j.vrrp_version, "{name} version");
+            assert_eq!(d.auth_type, j.auth_type, "{name} auth type");
+            assert_eq!(d.preempt, j.preempt, "{name} preempt");
+            assert_eq!(d.preempt_delay, j.preempt_delay, "{name} preempt delay");
+            assert_eq!(d.accept_mode, j.accept_mode, "{name} accept");
+            assert_eq!(
+                d.master_advert_interval, j.master_advert_interval,
+                "{name} master advert interval"
+            );
+            // No auth_pass in these configurations: nothing to fingerprint.
+            assert_eq!(d.auth_type.as_deref(), Some("none"), "{name}");
+            assert!(d.auth_password.is_none() && j.auth_password.is_none());
+            assert!(d.auth_password_masked.is_none() && j.auth_password_masked.is_none());
+            assert_eq!(
+                (d.preempt, d.preempt_delay, d.accept_mode),
+                (Some(true), Some(0.0), Some(true)),
+                "{name}"
+            );
+            assert_eq!(d.config_faults, Some(0), "{name}");
+            assert_eq!(d.uses_unicast, Some(false), "{name}: `Flags: none`");
+            assert_eq!(j.uses_unicast, None, "{name}: the JSON has no flags");
+            // A VRRPv3 backup says what its master announces (2.2.7 prints it twice:
+            // `Master advert int = 1.00 sec` and `Master advert interval = 1000 milli-sec`).
+            let v3_backup = d.vrrp_version == Some(3) && d.state == VrrpState::Backup;
+            assert_eq!(
+                d.master_advert_interval,
+                v3_backup.then_some(1.0),
+                "{name} {}",
+                d.name
+            );
             let counters = &stats[&d.name];
             assert_eq!(counters.len(), 14, "{name}: {counters:?}");
             // The JSON dump was taken after the stats dump: counters only grow.
@@ -120,6 +153,17 @@ fn text_json_and_stats_dumps_agree_on_every_scenario() {
         assert_eq!(d1.excluded_vips, excluded, "{name}");
         assert!(data.instances[1].excluded_vips.is_empty(), "{name}");
         assert_eq!(data.instances[1].advert_interval, Some(1.0));
+        assert_eq!(d1.vrrp_version, Some(2));
+        assert_eq!(data.instances[1].vrrp_version, Some(3));
+        // The source address is the host's own: 192.0.2.1N and 198.51.100.1N on hN.
+        let src = |i: usize| data.instances[i].source_address.clone().unwrap_or_default();
+        let host = src(0).rsplit('.').next().unwrap_or_default().to_string();
+        assert!(
+            ["11", "12", "13"].contains(&host.as_str()),
+            "{name}: {}",
+            src(0)
+        );
+        assert_eq!(src(1), format!("198.51.100.{host}"), "{name}");
 
         if name.starts_with("syncgroup") {
             assert_eq!(data.sync_groups.len(), 1, "{name}");
@@ -165,9 +209,26 @@ fn master_fixture_in_detail() {
                 {"kind": "script", "name": "chk_lab", "status": "GOOD", "state": "idle", "value": null, "weight": 0, "ok": true},
                 {"kind": "interface", "name": "eth0", "status": "UP", "value": null, "weight": 0, "ok": true}
             ],
-            "trackerFaults": 0
+            "trackerFaults": 0,
+            "vrrpVersion": 2, "authType": "none", "preempt": true, "preemptDelay": 0.0,
+            "acceptMode": true, "usesUnicast": false, "sourceAddress": "192.0.2.11",
+            "configFaults": 0
         })
     );
+    // VI_2 speaks VRRPv3 (no authentication line at all) and states its interval in
+    // milliseconds; as a master it prints no master's interval.
+    let v = serde_json::to_value(&d.instances[1]).unwrap();
+    for (key, want) in [
+        ("vrrpVersion", serde_json::json!(3)),
+        ("authType", serde_json::json!("none")),
+        ("advertInterval", serde_json::json!(1.0)),
+        ("sourceAddress", serde_json::json!("198.51.100.11")),
+        ("usesUnicast", serde_json::json!(false)),
+    ] {
+        assert_eq!(v[key], want, "VI_2 {key}");
+    }
+    assert!(v.get("masterAdvertInterval").is_none());
+    assert!(v.get("authFingerprint").is_none() && v.get("authPasswordMasked").is_none());
 }
 
 #[test]
@@ -258,12 +319,83 @@ fn older_versions_parse_and_never_leak_the_password() {
             assert_eq!(d.instances[0].excluded_vips, ["10.10.0.1"]);
             assert_eq!(d.instances[0].effective_priority, Some(150));
         }
+        // What decides a failover, as these older formats print it: no `Flags` line
+        // before 2.2 (unicast only from the peers), no config faults before 2.2.
+        type Settings<'a> = (
+            Option<u8>,
+            Option<&'a str>,
+            Option<bool>,
+            Option<&'a str>,
+            Option<u32>,
+        );
+        let got: Vec<Settings> = d
+            .instances
+            .iter()
+            .map(|i| {
+                (
+                    i.vrrp_version,
+                    i.auth_type.as_deref(),
+                    i.uses_unicast,
+                    i.source_address.as_deref(),
+                    i.config_faults,
+                )
+            })
+            .collect();
+        let want: Vec<Settings> = match *ver {
+            "v1.3.5" => vec![(Some(2), Some("pass"), None, Some("192.168.2.2"), None)],
+            "v2.0.10" => vec![(Some(2), Some("none"), None, Some("1.1.1.1"), None)],
+            "v2.1.5" => vec![(Some(2), Some("pass"), Some(true), Some("192.168.1.1"), None); 3],
+            _ => vec![(
+                Some(3),
+                Some("none"),
+                Some(false),
+                Some("10.1.0.166"),
+                Some(0),
+            )],
+        };
+        assert_eq!(got, want, "{ver}");
+        for i in &d.instances {
+            assert_eq!(
+                (i.preempt, i.preempt_delay, i.accept_mode),
+                (Some(true), Some(0.0), Some(true)),
+                "{ver} {}",
+                i.name
+            );
+        }
+        // The clear passwords are kept, hidden, to be fingerprinted: equal passwords
+        // (VI_EXT_2 and VI_EXT_3 of 2.1.5) give equal fingerprints.
+        let fingerprints: Vec<Option<String>> = d
+            .instances
+            .iter()
+            .map(|i| i.auth_password.as_ref().map(|p| p.fingerprint(b"key")))
+            .collect();
+        match *ver {
+            "v1.3.5" => assert_eq!(
+                d.instances[0].auth_password,
+                Some(AuthPassword::new("test"))
+            ),
+            "v2.1.5" => {
+                assert_eq!(
+                    fingerprints[0],
+                    Some(AuthPassword::new("bacbefe5").fingerprint(b"key"))
+                );
+                assert_eq!(fingerprints[1], fingerprints[2]);
+                assert_ne!(fingerprints[0], fingerprints[1]);
+            }
+            _ => assert!(fingerprints.iter().all(Option::is_none), "{ver}"),
+        }
         let out = serde_json::to_string(&d.instances).unwrap();
+        // Debug names the field `auth_password`; the password itself never shows.
+        let debug = format!("{d:?}").replace("auth_password", "");
         for password in ["test", "bacbefe5", "password"] {
             if text.contains(&format!("Password = {password}")) {
                 assert!(
                     !out.contains(&format!("\"{password}\"")) && !out.contains(password),
                     "{ver}: password {password} leaked: {out}"
+                );
+                assert!(
+                    !debug.contains(password),
+                    "{ver}: password {password} in Debug: {debug}"
                 );
             }
         }
@@ -357,4 +489,83 @@ fn truncated_and_garbled_dumps_never_panic() {
         .unwrap();
     assert_eq!(d.instances[0].state, VrrpState::Unknown);
     assert_eq!(d.instances[0].vrid, None);
+}
+
+/// A dump, however large its lines and lists, makes the parsers keep only so much: a
+/// line beyond 4096 bytes is not read, a name is cut to 256 bytes, a value longer than
+/// that (a password, an authentication type) is left out, a list keeps 4096 entries,
+/// a dump 4096 instances.
+#[test]
+fn what_a_dump_can_make_the_parsers_keep_is_bounded() {
+    let mut t = String::from("------< VRRP Topology >------\n");
+    let long_name = "N".repeat(1000);
+    t.push_str(&format!(" VRRP Instance = {long_name}\n"));
+    t.push_str("   VRRP Version = 2\n");
+    t.push_str(&format!("   Interface = {}\n", "i".repeat(300)));
+    t.push_str(&format!("   Authentication type = {}\n", "X".repeat(300)));
+    t.push_str(&format!("   Password = {}\n", "p".repeat(300)));
+    t.push_str(&format!(
+        "   Using src_ip = 192.0.2.1 {}\n",
+        "x".repeat(5000)
+    ));
+    t.push_str(&format!(
+        "   Virtual Router ID = 51 {}\n",
+        "x".repeat(1 << 20)
+    ));
+    t.push_str("   Unicast Peer :\n");
+    for n in 0..5000u32 {
+        t.push_str(&format!(
+            "     10.{}.{}.{} min_ttl 0\n",
+            n >> 16,
+            (n >> 8) & 255,
+            n & 255
+        ));
+    }
+    t.push_str("   Virtual IP (5000):\n");
+    for n in 0..5000u32 {
+        t.push_str(&format!("     10.1.{}.{}/32 dev eth0\n", n >> 8, n & 255));
+    }
+    for n in 0..5000 {
+        t.push_str(&format!(" VRRP Instance = VI_{n}\n   VRRP Version = 3\n"));
+    }
+    let d = parse::parse_data(&t).unwrap();
+    assert_eq!(d.instances.len(), 4096);
+    let i = &d.instances[0];
+    assert_eq!(i.name, "N".repeat(256));
+    assert_eq!(i.vrrp_version, Some(2));
+    assert_eq!(i.interface, None);
+    assert_eq!(i.auth_type, None, "an overlong type is no type");
+    assert_eq!(
+        (i.auth_password.is_some(), i.auth_password_masked),
+        (false, None)
+    );
+    assert_eq!(i.vrid, None, "the megabyte line is not read");
+    assert_eq!(i.source_address, None, "nor the one of 5000 bytes");
+    assert_eq!(i.unicast_peers.len(), 4096);
+    assert_eq!(i.uses_unicast, Some(true));
+    assert_eq!(i.vips.len(), 4096);
+    assert_eq!(d.instances[4095].name, "VI_4094");
+
+    let vips: Vec<String> = (0..5000u32)
+        .map(|n| format!("10.2.{}.{}/32", n >> 8, n & 255))
+        .collect();
+    let json = serde_json::json!([{"data": {"iname": "X".repeat(1000), "vips": vips,
+        "auth_type": 1, "auth_data": "p".repeat(300), "ifp_ifname": "i".repeat(300)}}]);
+    let d = parse::parse_json(&json.to_string()).unwrap();
+    assert_eq!(d.instances[0].name.len(), 256);
+    assert_eq!(d.instances[0].vips.len(), 4096);
+    assert_eq!(d.instances[0].interface, None);
+    assert_eq!(d.instances[0].auth_type.as_deref(), Some("pass"));
+    assert!(d.instances[0].auth_password.is_none());
+
+    let mut s = String::new();
+    for n in 0..5000 {
+        s.push_str(&format!(
+            "VRRP Instance: VI_{n}\n  Advertisements:\n    Received: 1\n"
+        ));
+    }
+    s.push_str(&format!("VRRP Instance: VI_0\n  {}: 1\n", "k".repeat(300)));
+    let c = parse::parse_stats(&s).unwrap();
+    assert_eq!(c.len(), 4096);
+    assert_eq!(c["VI_0"].len(), 1, "an overlong counter name is not kept");
 }

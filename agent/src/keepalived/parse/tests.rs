@@ -1,6 +1,8 @@
 //! Unit tests of the dump parsers: VIP lists, units, odd and older tracker forms.
 
+use super::stats::snake;
 use super::*;
+use vrrp_protocol::TrackedKind;
 
 #[test]
 fn advert_interval_units() {

@@ -30,11 +30,12 @@ pub(super) fn name_and_weight(entry: &str) -> Option<(String, Option<i64>)> {
     if name.is_empty() {
         return None;
     }
+    let name = super::limits::name(name);
     let weight = words
         .skip_while(|w| *w != "weight")
         .nth(1)
         .and_then(|w| w.trim_end_matches(',').parse().ok());
-    Some((name.to_string(), weight))
+    Some((name, weight))
 }
 
 /// Which tracked list a line of an instance opens: `Tracked scripts :` (2.1 and
