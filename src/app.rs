@@ -226,6 +226,7 @@ pub fn run(
         activity: activity.clone(),
         clients_changed: clients_changed.clone(),
         evaluator: Arc::new(evaluate.clone()),
+        fingerprint_key: crate::agents::session::fingerprint_key(&config.jwt_secret).into(),
     };
     let outbound = start_dialling(&config, session.clone(), &shutdown)?;
     let port = listener

@@ -44,6 +44,22 @@ pub struct SessionHandles {
     pub clients_changed: ClientsChanged,
     /// The `cluster-eval` thread.
     pub evaluator: Arc<dyn AgentObserver>,
+    /// The key every agent of this server fingerprints its VRRP passwords with
+    /// (hex, sent in AUTH_SUCCESS; [`fingerprint_key`]).
+    pub fingerprint_key: Arc<str>,
+}
+
+/// The password-fingerprint key of a server: derived from its own secret, so it
+/// is the same for all its agents and across restarts, and needs no setting.
+/// Not the secret itself: HMAC-SHA256(secret, a fixed label), hex.
+pub fn fingerprint_key(server_secret: &str) -> String {
+    vrrp_protocol::fingerprint::hmac_sha256(
+        server_secret.as_bytes(),
+        b"vrrp-monitor auth fingerprint v1",
+    )
+    .iter()
+    .map(|b| format!("{b:02x}"))
+    .collect()
 }
 
 /// Stages 1 to 5: both halves of the identity, the address checks.

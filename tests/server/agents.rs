@@ -1233,3 +1233,33 @@ fn a_reading_with_every_field_is_stored_and_the_socket_thread_survives() {
         "online"
     );
 }
+
+#[test]
+fn every_agent_of_a_server_gets_the_same_fingerprint_key_and_no_secret() {
+    let server = Server::start();
+    let admin = server.admin();
+    let key = |agent: &Agent| {
+        let mut ws = server.agent_socket(agent);
+        ws.send(
+            "AUTH",
+            json!({ "hostname": "h", "version": "1", "capabilities": ["vrrp"] }),
+        );
+        ws.expect("AUTH_SUCCESS")["fingerprintKey"]
+            .as_str()
+            .expect("a key")
+            .to_owned()
+    };
+    let (a, b) = (
+        server.register_agent(&admin, "lb-1"),
+        server.register_agent(&admin, "lb-2"),
+    );
+    let (ka, kb) = (key(&a), key(&b));
+    assert_eq!(ka, kb, "one key per server");
+    assert_eq!(ka.len(), 64);
+    assert!(ka.chars().all(|c| c.is_ascii_hexdigit()));
+    let config = std::fs::read_to_string(server.launch.config_path()).unwrap_or_default();
+    assert!(
+        !config.is_empty() && !config.contains(&ka),
+        "the key is not a stored secret"
+    );
+}

@@ -152,7 +152,9 @@ impl AgentSocket {
         if socket
             .send_text(&envelope(
                 kind::AUTH_SUCCESS,
-                json!({ "clientId": client.id, "lastSyncTime": null }),
+                // The key the agent fingerprints its VRRP passwords with.
+                json!({ "clientId": client.id, "lastSyncTime": null,
+                        "fingerprintKey": &*self.handles.fingerprint_key }),
             ))
             .is_err()
         {
