@@ -5,6 +5,7 @@
 //! ([`HostView`]): [`group`] forms the clusters, [`dashboard_health`] judges one.
 //! The evaluator of cluster events (confirmation, incidents) builds on these.
 
+use crate::clusters::member::{vips_of, Member};
 use ipnet::IpNet;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -52,36 +53,6 @@ impl HostView {
             instances,
             read_at: reading.received_at.clone(),
         }
-    }
-}
-
-/// One instance of one host in a cluster; serialises as the API's Member.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Member {
-    pub client_id: String,
-    #[serde(skip)]
-    pub host: String,
-    pub online: bool,
-    /// keepalived on the host reports the instance now (false while the agent is
-    /// offline: nothing is known of now).
-    pub reporting: bool,
-    pub instance: VrrpInstance,
-    #[serde(skip)]
-    pub read_at: Option<String>,
-}
-
-impl Member {
-    pub fn live(&self) -> bool {
-        self.online && self.reporting
-    }
-
-    pub fn state(&self) -> &str {
-        self.instance.state.as_str()
-    }
-
-    fn vips(&self) -> BTreeSet<String> {
-        vips_of(&self.instance).into_iter().collect()
     }
 }
 
@@ -162,11 +133,6 @@ pub fn dashboard_health(members: &[Member]) -> Health {
         };
     }
     Health::Unknown
-}
-
-/// The virtual addresses of an instance, as written.
-pub fn vips_of(instance: &VrrpInstance) -> Vec<String> {
-    instance.vips.clone()
 }
 
 /// The network an address belongs to: with a prefix, its network; without, the

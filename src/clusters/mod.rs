@@ -3,7 +3,8 @@
 //! through. Run by the `cluster-eval` thread ([`thread`]).
 //!
 //! - [`group`]: forming clusters from the hosts' readings, and the dashboard's
-//!   health of each (pure).
+//!   health of each (pure); [`member`] one member as they all see it.
+//! - [`readiness`]: would a failover work now (pure).
 //! - [`observe`]: what one cluster shows at one moment: roles, incident health,
 //!   findings (pure).
 //! - [`confirm`]: the confirmation state machine that turns observations into
@@ -17,8 +18,10 @@
 pub mod confirm;
 pub mod group;
 pub mod history;
+pub mod member;
 pub mod observe;
 pub mod readiness;
 pub mod thread;
 
 pub use group::*;
+pub use member::{vips_of, Member};

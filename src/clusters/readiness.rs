@@ -16,7 +16,7 @@
 //!   an event, a webhook or a page.
 
 use crate::activity::messages::and_list;
-use crate::clusters::Member;
+use crate::clusters::member::Member;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@ use vrrp_protocol::{VrrpInstance, VrrpState};
 
 use super::limits::{self, MAX_INSTANCES};
 use super::settings;
-use super::{epoch_to_iso, vip_of, ParseError, ParsedDump};
+use super::shared::{epoch_to_iso, vip_of, ParseError, ParsedDump};
 
 /// keepalived's JSON counter names → the same flat keys the text dump gives.
 const JSON_COUNTERS: &[(&str, &str)] = &[

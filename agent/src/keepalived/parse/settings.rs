@@ -13,8 +13,8 @@ use serde_json::Value;
 use vrrp_protocol::{AuthPassword, VrrpInstance, VrrpState};
 
 use super::limits;
+use super::shared::{first_number, parse_advert_interval};
 use super::trackers::address_of;
-use super::{first_number, parse_advert_interval};
 
 /// What an instance block of the text dump said that the instance has no field for.
 #[derive(Default)]

@@ -4,7 +4,7 @@
 //! at most `MAX_LIST` counters.
 
 use super::limits::{self, MAX_INSTANCES, MAX_LINE, MAX_WORD};
-use super::{Counters, ParseError};
+use super::shared::{Counters, ParseError};
 
 /// `Packet Errors` → `packet_errors`.
 pub(super) fn snake(s: &str) -> String {

@@ -7,8 +7,10 @@ use vrrp_protocol::{SyncGroup, TrackedItem, TrackedKind, VrrpInstance, VrrpState
 
 use super::limits::{self, MAX_INSTANCES, MAX_LINE};
 use super::settings::{self, BlockNotes};
+use super::shared::{
+    epoch_to_iso, first_number, parse_advert_interval, vip_of, ParseError, ParsedDump,
+};
 use super::trackers::{address_of, join_trackers, name_and_weight, tracked_list, TrackerStates};
-use super::{epoch_to_iso, first_number, parse_advert_interval, vip_of, ParseError, ParsedDump};
 
 /// What an indented list under the current key collects.
 #[derive(Clone, Copy, PartialEq)]
