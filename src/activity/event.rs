@@ -182,15 +182,23 @@ pub fn with_texts(db: &Db, records: &mut [Value]) {
 /// Whether a cluster event (`data.cluster`) is about the cluster with this key
 /// (`<site>|<vrid>|<network>`, as the cluster list names it).
 pub fn is_about_cluster(record: &Value, key: &str) -> bool {
-    let mut parts = key.splitn(3, '|');
-    let (Some(site), Some(vrid), Some(network)) = (parts.next(), parts.next(), parts.next()) else {
+    // `site|vrid|network`, and for a unicast group `|unicast <address>` after it.
+    let mut parts = key.splitn(4, '|');
+    let (Some(site), Some(vrid), Some(network), group) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
     let c = &record["data"]["cluster"];
     if !c.is_object() {
         return false;
     }
-    c["site"].as_str().unwrap_or_default() == site
+    // Events carry their cluster's key; older ones only its parts.
+    if let Some(own) = c["key"].as_str() {
+        return own == key;
+    }
+    group.is_none()
+        && c["site"].as_str().unwrap_or_default() == site
         && c["vrid"].as_i64().map(|v| v.to_string()).as_deref() == Some(vrid)
         && c["networks"]
             .as_array()

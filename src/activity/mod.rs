@@ -186,7 +186,9 @@ impl Page {
             sql.push_str(" AND s.user_id IS NULL");
         }
         if let Some(key) = &self.cluster {
-            let mut parts = key.splitn(3, '|');
+            // The index knows site, VRID and network; a unicast group's key has
+            // more after them, which `is_about_cluster` checks on each record.
+            let mut parts = key.splitn(4, '|');
             match (
                 parts.next(),
                 parts.next().map(str::parse::<i64>),
@@ -369,6 +371,23 @@ mod tests {
         let siteless = json!({ "data": { "cluster": { "site": null, "vrid": 7, "networks": ["192.0.2.0/24"] } } });
         assert!(is_about_cluster(&siteless, "|7|192.0.2.0/24"));
         assert!(!is_about_cluster(&json!({ "data": {} }), "|7|192.0.2.0/24"));
+        // Two unicast groups on one VRID and network: events name their own key.
+        let group = |src: &str| {
+            json!({ "data": { "cluster": { "key": format!("|51|192.0.2.0/24|unicast {src}"),
+                "site": null, "vrid": 51, "networks": ["192.0.2.0/24"] } } })
+        };
+        let (a, b) = (group("192.0.2.11"), group("192.0.2.13"));
+        assert!(is_about_cluster(&a, "|51|192.0.2.0/24|unicast 192.0.2.11"));
+        assert!(!is_about_cluster(&b, "|51|192.0.2.0/24|unicast 192.0.2.11"));
+        assert!(
+            !is_about_cluster(&a, "|51|192.0.2.0/24"),
+            "another cluster's key"
+        );
+        // An event from before keys were recorded is about no unicast group.
+        assert!(!is_about_cluster(
+            &siteless,
+            "|7|192.0.2.0/24|unicast 192.0.2.11"
+        ));
     }
 
     #[test]

@@ -679,9 +679,14 @@ impl Server {
 
 /// A reading as an agent sends it.
 pub fn reading(states: &[(&str, &str)]) -> Value {
+    // A master's priority above its backups', as a configured pair has: equal
+    // priorities would be a readiness finding (priority_tie) of their own.
     let instances: Vec<Value> = states
         .iter()
-        .map(|(name, state)| serde_json::json!({ "name": name, "state": state, "vrid": 51, "priority": 100, "vips": ["192.0.2.100/24"], "stats": { "advertisements_sent": 3 } }))
+        .map(|(name, state)| {
+            let priority = if *state == "MASTER" { 110 } else { 100 };
+            serde_json::json!({ "name": name, "state": state, "vrid": 51, "priority": priority, "vips": ["192.0.2.100/24"], "stats": { "advertisements_sent": 3 } })
+        })
         .collect();
     serde_json::json!({ "collectedAt": "2026-11-21T08:00:00.000Z", "running": true, "pid": 42, "version": "2.2.7", "source": "data", "error": null, "instances": instances, "syncGroups": [] })
 }

@@ -21,6 +21,7 @@ pub fn cluster_data(cluster: &Cluster) -> Value {
         .filter(|m| m.live() && m.state() == "MASTER")
         .collect();
     json!({
+        "key": cluster.key,
         "site": cluster.site,
         "vrid": cluster.vrid,
         "networks": cluster.networks,
