@@ -99,6 +99,14 @@ impl ClientConnection {
         }
     }
 
+    /// vrrp-monitor patch: the socket's read timeout, for the lingering close.
+    /// Set through the write half: both halves are one socket, and its
+    /// receive timeout is the socket's.
+    fn bound_reads(&self, left: std::time::Duration) {
+        let left = left.max(std::time::Duration::from_millis(1));
+        self.sink.with_inner(|w| w.get_ref().set_read_timeout(Some(left)));
+    }
+
     /// vrrp-monitor patch: close a connection whose request head takes longer.
     pub(crate) fn with_head_deadline(mut self, d: Option<std::time::Duration>) -> Self {
         self.head_deadline = d;
@@ -118,13 +126,17 @@ impl ClientConnection {
 
     /// vrrp-monitor patch: reads and drops what follows the unread body, once
     /// the request's own reader is done (the sequence waits for it, so the
-    /// answer is written by then), within `LINGER_BYTES` and `LINGER_FOR` (a
-    /// read blocks at most the socket's read timeout past it).
+    /// answer is written by then), within `LINGER_BYTES` and `LINGER_FOR` (each
+    /// read bounded by the time left).
     fn discard_rest(&mut self) {
         let until = std::time::Instant::now() + LINGER_FOR;
         let mut buf = [0u8; 8192];
         let mut left = LINGER_BYTES;
         while left > 0 && std::time::Instant::now() < until {
+            // Each read gets only the time left: the socket's own read timeout
+            // (the header timeout) would hold a silent client's connection open
+            // far past LINGER_FOR.
+            self.bound_reads(until.saturating_duration_since(std::time::Instant::now()));
             match self.next_header_source.read(&mut buf[..left.min(8192)]) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => left -= n,

@@ -116,6 +116,16 @@ impl RefinedTcpStream {
 
     /// Returns true if this struct wraps around a secure connection.
     #[inline]
+    /// vrrp-monitor patch: bounds the socket's reads (both halves: one socket).
+    /// Over TLS the stream is left as it is.
+    // Without the TLS feature `Stream` has only the plain variant.
+    #[allow(irrefutable_let_patterns)]
+    pub(crate) fn set_read_timeout(&self, t: Option<std::time::Duration>) {
+        if let Stream::Http(c) = &self.stream {
+            let _ = c.set_read_timeout(t);
+        }
+    }
+
     pub(crate) fn secure(&self) -> bool {
         self.stream.secure()
     }

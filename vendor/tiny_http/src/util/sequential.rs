@@ -95,6 +95,15 @@ impl<R: Read + Send> Iterator for SequentialReaderBuilder<R> {
     }
 }
 
+impl<W: Write + Send> SequentialWriterBuilder<W> {
+    /// vrrp-monitor patch: the shared writer, for a socket option (the
+    /// lingering close's read timeout), once no answer is being written.
+    pub fn with_inner<T>(&self, f: impl FnOnce(&W) -> T) -> T {
+        let guard = self.writer.lock().unwrap_or_else(|e| e.into_inner());
+        f(&guard)
+    }
+}
+
 impl<W: Write + Send> Iterator for SequentialWriterBuilder<W> {
     type Item = SequentialWriter<W>;
     fn next(&mut self) -> Option<SequentialWriter<W>> {
