@@ -364,6 +364,20 @@ impl Drop for Server {
     }
 }
 
+/// A read on a socket with a read timeout that ended by the timeout: nothing has
+/// arrived yet and the socket is fine (`WouldBlock` or `TimedOut`, by platform).
+pub fn io_timed_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
+}
+
+/// [`io_timed_out`] for a WebSocket read.
+pub fn ws_timed_out(e: &tungstenite::Error) -> bool {
+    matches!(e, tungstenite::Error::Io(e) if io_timed_out(e))
+}
+
 pub struct Dashboard {
     pub ws: tungstenite::WebSocket<std::net::TcpStream>,
 }
@@ -385,11 +399,7 @@ impl Dashboard {
                     }
                 }
                 Ok(_) => {}
-                Err(tungstenite::Error::Io(e))
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
+                Err(e) if ws_timed_out(&e) => {}
                 Err(e) => panic!("dashboard socket: {e}"),
             }
         }

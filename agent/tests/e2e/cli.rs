@@ -6,100 +6,15 @@ use std::fs;
 use std::io::Read;
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Command;
 
 use serde_json::Value;
 use vrrp_test_support::{free_port, http};
 
+use crate::agent_process::Agent;
+
 const TOKEN: &str = "cli-test-notify-token-0123";
-
-struct Agent {
-    child: Option<Child>,
-    port: u16,
-    dir: tempfile::TempDir,
-    stderr_path: PathBuf,
-}
-
-impl Agent {
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(&self.stderr_path).unwrap_or_default()
-    }
-
-    fn wait_log(&self, needle: &str) {
-        wait_for(&format!("log line {needle:?}"), || {
-            self.log().contains(needle)
-        });
-    }
-
-    fn signal(&self, sig: nix::sys::signal::Signal) {
-        let pid = self.child.as_ref().unwrap().id() as i32;
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).unwrap();
-    }
-
-    fn wait_exit(&mut self) -> ExitStatus {
-        let mut child = self.child.take().unwrap();
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = child.try_wait().unwrap() {
-                return s;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "agent did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Writes `config` and starts the agent with `env` (plus a private data dir, an empty
-/// process table and a free port unless given).
-fn start(config: &str, env: &[(&str, &str)]) -> Agent {
-    let dir = tempfile::tempdir().unwrap();
-    let proc_dir = dir.path().join("proc");
-    fs::create_dir_all(proc_dir.join("1")).unwrap();
-    fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
-    let cfg = dir.path().join("config.yaml");
-    fs::write(&cfg, config).unwrap();
-    let port = free_port();
-    let stderr_path = dir.path().join("stderr.log");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_vrrp-agent"));
-    cmd.env_clear()
-        .env("SVC_CLIENT_CONFIG", &cfg)
-        .env("SVC_CLIENT_DATA_DIR", dir.path().join("data"))
-        .env("SVC_PROC_DIR", &proc_dir)
-        .env("SVC_CLIENT_PORT", port.to_string())
-        .env("LOG_LEVEL", "debug")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(fs::File::create(&stderr_path).unwrap());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let child = cmd.spawn().unwrap();
-    Agent {
-        child: Some(child),
-        port,
-        dir,
-        stderr_path,
-    }
-}
 
 fn wait_for(what: &str, f: impl FnMut() -> bool) {
     vrrp_test_support::wait_until(what, 15, f);
@@ -131,9 +46,7 @@ fn mode(p: &Path) -> u32 {
 
 /// Runs the binary to its end (for start-up errors) and returns (code, stderr).
 fn run_to_end(config: &str, env: &[(&str, &str)]) -> (Option<i32>, String) {
-    let mut a = start(config, env);
-    let status = a.wait_exit();
-    (status.code(), a.log())
+    Agent::start(config, env).exit()
 }
 
 #[test]
@@ -191,7 +104,7 @@ fn startup_errors_stop_with_one_line_naming_the_problem() {
 
 #[test]
 fn status_routes_notify_endpoint_and_clean_stop() {
-    let mut a = start(
+    let mut a = Agent::start(
         &format!("keepalived:\n  pollInterval: 0\n  notifyToken: {TOKEN}\n"),
         &[],
     );
@@ -268,7 +181,7 @@ fn status_routes_notify_endpoint_and_clean_stop() {
 
 #[test]
 fn health_route_in_the_container_only_and_sigint_stops() {
-    let mut a = start(
+    let mut a = Agent::start(
         // A serverUrl means no outbound routes: only the health route is left.
         "serverUrl: http://127.0.0.1:9\nenableStatusPage: false\nenableRegisterPage: false\n",
         &[("SVC_CONTAINER", "true")],
@@ -288,7 +201,7 @@ fn health_route_in_the_container_only_and_sigint_stops() {
 fn listen_failure_is_logged_and_the_agent_keeps_reading() {
     let busy = TcpListener::bind("0.0.0.0:0").unwrap();
     let port = busy.local_addr().unwrap().port().to_string();
-    let a = start("", &[("SVC_CLIENT_PORT", port.as_str())]);
+    let a = Agent::start("", &[("SVC_CLIENT_PORT", port.as_str())]);
     a.wait_log("Web server not started, continuing without it");
     let data = a.data();
     wait_for("a reading despite the web server", || {
@@ -308,7 +221,7 @@ fn damaged_identity_is_moved_aside_and_legacy_identity_migrated() {
     fs::write(data.join("identity.json"), "{not json").unwrap();
     fs::write(data.join("queue.json"), "[[[").unwrap();
     let data_s = data.to_str().unwrap().to_string();
-    let mut a = start("", &[("SVC_CLIENT_DATA_DIR", data_s.as_str())]);
+    let mut a = Agent::start("", &[("SVC_CLIENT_DATA_DIR", data_s.as_str())]);
     a.wait_log("Agent mode: unregistered");
     let log = a.log();
     assert!(
@@ -328,7 +241,7 @@ fn damaged_identity_is_moved_aside_and_legacy_identity_migrated() {
     assert_eq!(a.wait_exit().code(), Some(0));
 
     // Legacy config: identity written first, keys removed from config, mode inbound.
-    let mut a = start(
+    let mut a = Agent::start(
         "serverUrl: http://127.0.0.1:9\nclientId: client-42\nauthToken: legacy-secret-token\nregistrationSecret: old\n",
         &[],
     );
@@ -365,7 +278,7 @@ fn damaged_identity_is_moved_aside_and_legacy_identity_migrated() {
 #[test]
 fn notify_script_triggers_a_reading_and_never_fails() {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/vrrp-agent-notify");
-    let a = start(
+    let a = Agent::start(
         &format!("keepalived:\n  pollInterval: 0\n  notifyToken: {TOKEN}\n"),
         &[],
     );
@@ -391,7 +304,7 @@ fn notify_script_triggers_a_reading_and_never_fails() {
 
     // An agent with a `tls` block speaks HTTPS only: the script reaches it there.
     let tls = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
-    let b = start(
+    let b = Agent::start(
         &format!(
             "keepalived:\n  pollInterval: 0\n  notifyToken: {TOKEN}\ntls:\n  cert: {tls}/localhost.cert.pem\n  key: {tls}/localhost.key.pem\n"
         ),

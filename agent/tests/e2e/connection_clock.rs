@@ -3,236 +3,26 @@
 //! during the handshake, never ping). No test sleeps for a spec interval: the clock is
 //! advanced, and the thread notices on its next short tick.
 
-use std::net::TcpListener;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::json;
 use tungstenite::Message;
 use vrrp_agent::clock::{Clock, ManualClock};
-use vrrp_agent::config::Secret;
-use vrrp_agent::connection::{self, ConnInbox, ConnState, ConnStatus, SharedConn, Target};
-use vrrp_agent::reader::{ReaderMsg, ReadingNote, Trigger};
+use vrrp_agent::connection::ConnState;
 use vrrp_agent::store::queue::Queue;
 use vrrp_protocol::{ActivityEvent, Reading};
 
-#[derive(Clone, Copy, PartialEq)]
-enum Mode {
-    /// Accepts TCP and never answers the upgrade.
-    Silent,
-    /// Upgrades, answers AUTH with AUTH_SUCCESS, never pings on its own.
-    Auth,
-}
+use crate::in_process::{target, FakeMode, FakeServer, Inbound, Seen};
 
-#[derive(Debug)]
-enum Seen {
-    Accepted,
-    Uri(String),
-    Msg(Value),
-    Pong,
-}
+/// The connection thread (`Inbound`) with what these tests drive on top.
+struct Rig(Inbound);
 
-struct Fake {
-    port: u16,
-    seen: Receiver<Seen>,
-    /// Seen while waiting for a pong, handed out by `next` first.
-    kept: Mutex<std::collections::VecDeque<Seen>>,
-    /// Frames to send on the current connection.
-    out: Arc<Mutex<Option<Sender<Message>>>>,
-}
-
-impl Fake {
-    fn start(mode: Mode) -> Fake {
-        Fake::start_with(mode, None)
-    }
-
-    /// With `tls`, every connection is a TLS server (rustls) before the upgrade.
-    fn start_with(mode: Mode, tls: Option<Arc<rustls::ServerConfig>>) -> Fake {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        let mode = Arc::new(Mutex::new(mode));
-        let (tx, seen) = crossbeam_channel::unbounded();
-        let out = Arc::new(Mutex::new(None));
-        let (m, o) = (mode.clone(), out.clone());
-        thread::spawn(move || {
-            for s in l.incoming() {
-                let Ok(s) = s else { return };
-                let _ = tx.send(Seen::Accepted);
-                let (mode, tx, o) = (*m.lock(), tx.clone(), o.clone());
-                s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
-                match &tls {
-                    None => {
-                        thread::spawn(move || serve(s, mode, tx, o));
-                    }
-                    Some(cfg) => {
-                        let conn = rustls::ServerConnection::new(cfg.clone()).unwrap();
-                        let s = rustls::StreamOwned::new(conn, s);
-                        thread::spawn(move || serve(s, mode, tx, o));
-                    }
-                }
-            }
-        });
-        Fake {
-            port,
-            seen,
-            kept: Mutex::default(),
-            out,
-        }
-    }
-
-    fn next(&self, within: Duration) -> Option<Seen> {
-        if let Some(s) = self.kept.lock().pop_front() {
-            return Some(s);
-        }
-        self.seen.recv_timeout(within).ok()
-    }
-
-    /// The next event that is a message of `kind`.
-    fn msg(&self, kind: &str) -> Value {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            match self.next(Duration::from_millis(100)) {
-                Some(Seen::Msg(v)) if v["type"] == kind => return v["payload"].clone(),
-                Some(other) => {
-                    eprintln!("fake server, skipped while waiting for {kind}: {other:?}")
-                }
-                None => {}
-            }
-        }
-        panic!("no {kind} at the fake server");
-    }
-
-    fn expect_accept(&self) {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(10) {
-            if let Some(Seen::Accepted) = self.next(Duration::from_millis(100)) {
-                return;
-            }
-        }
-        panic!("the agent did not dial");
-    }
-
-    /// Nothing dialled for a while (real time, far below any spec interval).
-    fn expect_no_accept(&self) {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_millis(300) {
-            if let Some(Seen::Accepted) = self.next(Duration::from_millis(50)) {
-                panic!("the agent dialled too early");
-            }
-        }
-    }
-
-    /// A ping frame, and its pong back (so the agent has seen it at the current time).
-    fn ping(&self) {
-        self.send(Message::Ping(vec![1].into()));
-        let t0 = Instant::now();
-        loop {
-            // Only the channel: what arrives meanwhile is kept for later.
-            match self.seen.recv_timeout(Duration::from_millis(100)) {
-                Ok(Seen::Pong) => return,
-                Ok(other) => self.kept.lock().push_back(other),
-                Err(_) => {}
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "no pong");
-        }
-    }
-
-    fn send(&self, m: Message) {
-        self.out.lock().as_ref().unwrap().send(m).unwrap();
-    }
-}
-
-#[allow(clippy::result_large_err)] // tungstenite's callback signature
-fn serve<S: std::io::Read + std::io::Write>(
-    s: S,
-    mode: Mode,
-    tx: Sender<Seen>,
-    out: Arc<Mutex<Option<Sender<Message>>>>,
-) {
-    if mode == Mode::Silent {
-        // Hold the socket open without a word until the agent gives up.
-        let mut buf = [0u8; 1024];
-        let mut s = s;
-        loop {
-            match s.read(&mut buf) {
-                Ok(0) => return,
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) => {}
-                Err(_) => return,
-            }
-        }
-    }
-    let uri = Arc::new(Mutex::new(String::new()));
-    let u = uri.clone();
-    let cb = move |req: &tungstenite::handshake::server::Request,
-                   resp: tungstenite::handshake::server::Response| {
-        *u.lock() = req.uri().to_string();
-        Ok(resp)
-    };
-    let mut hs = tungstenite::accept_hdr(s, cb);
-    let mut ws = loop {
-        match hs {
-            Ok(ws) => break ws,
-            Err(tungstenite::HandshakeError::Interrupted(mid)) => hs = mid.handshake(),
-            Err(tungstenite::HandshakeError::Failure(_)) => return,
-        }
-    };
-    let _ = tx.send(Seen::Uri(uri.lock().clone()));
-    let (otx, orx) = crossbeam_channel::unbounded();
-    *out.lock() = Some(otx);
-    loop {
-        for m in orx.try_iter() {
-            if ws.send(m).is_err() {
-                return;
-            }
-        }
-        match ws.read() {
-            Ok(Message::Text(t)) => {
-                let v: Value = serde_json::from_str(&t).unwrap();
-                if v["type"] == "AUTH" {
-                    ws.send(Message::text(
-                        json!({"type": "AUTH_SUCCESS", "payload": {"clientId": "c1", "lastSyncTime": null}})
-                            .to_string(),
-                    ))
-                    .unwrap();
-                }
-                let _ = tx.send(Seen::Msg(v));
-            }
-            Ok(Message::Pong(_)) => {
-                let _ = tx.send(Seen::Pong);
-            }
-            Ok(Message::Close(_)) => return,
-            Ok(_) => {}
-            Err(tungstenite::Error::Io(e))
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => return,
-        }
-    }
-}
-
-struct Rig {
-    clock: Arc<ManualClock>,
-    inbox: ConnInbox,
-    status: SharedConn,
-    queue: Arc<Mutex<Queue>>,
-    handle: Option<connection::ConnHandle>,
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            h.stop();
-        }
+impl std::ops::Deref for Rig {
+    type Target = Inbound;
+    fn deref(&self) -> &Inbound {
+        &self.0
     }
 }
 
@@ -254,70 +44,22 @@ impl Rig {
                 ..Default::default()
             });
         }
-        let queue = Arc::new(Mutex::new(q));
-        let status: SharedConn = Arc::new(parking_lot::RwLock::new(ConnStatus::default()));
-        let (inbox, rx) = connection::inbox().unwrap();
-        let (ttx, trx) = crossbeam_channel::unbounded::<ReaderMsg>();
-        let notes = inbox.clone();
-        thread::spawn(move || {
-            while let Ok(m) = trx.recv() {
-                if let ReaderMsg::Read { source, .. } = m {
-                    notes.note(ReadingNote {
-                        reading: Arc::new(Reading {
-                            collected_at: "2026-11-21T00:00:00.000Z".into(),
-                            ..Default::default()
-                        }),
-                        sources: vec![source],
-                    });
-                }
-            }
-        });
-        let handle = connection::spawn(
-            connection::Deps {
-                target: Some(Target {
-                    base_url: base_url.to_string(),
-                    client_id: "c1".into(),
-                    token: Secret::new("tok-secret-123".into()),
-                    allow_self_signed,
-                }),
-                hostname: "test-host".into(),
-                version: "9.9.9-test".into(),
-                clock: clock.clone(),
-                jitter: Box::new(|| 0.5),
-                queue: queue.clone(),
-                trigger: Trigger::from_sender(ttx),
-                status: status.clone(),
-            },
-            inbox.clone(),
-            rx,
-        )
-        .unwrap();
-        Rig {
+        Rig(Inbound::start(
             clock,
-            inbox,
-            status,
-            queue,
-            handle: Some(handle),
-        }
+            target(base_url, "c1", allow_self_signed),
+            "test-host",
+            q,
+            || {
+                Arc::new(Reading {
+                    collected_at: "2026-11-21T00:00:00.000Z".into(),
+                    ..Default::default()
+                })
+            },
+        ))
     }
 
     fn advance_ms(&self, ms: u64) {
         self.clock.advance(Duration::from_millis(ms));
-    }
-
-    fn wait_state(&self, s: ConnState) -> ConnStatus {
-        let t0 = Instant::now();
-        loop {
-            let st = self.status.read().clone();
-            if st.state == s {
-                return st;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "never {s:?}: {st:?}"
-            );
-            thread::sleep(Duration::from_millis(5));
-        }
     }
 
     /// The state stays `s` for a while (real time) although the thread is ticking.
@@ -348,7 +90,7 @@ impl Rig {
 
 #[test]
 fn handshake_timeout_then_the_ladder_5_10_30_60_plus_jitter() {
-    let fake = Fake::start(Mode::Silent);
+    let fake = FakeServer::start(FakeMode::Silent);
     let rig = Rig::start(fake.port, &[]);
     fake.expect_accept();
     rig.wait_state(ConnState::Connecting);
@@ -379,7 +121,7 @@ fn handshake_timeout_then_the_ladder_5_10_30_60_plus_jitter() {
 
 #[test]
 fn a_manual_connect_replaces_the_queued_attempt_and_waits_for_the_handshake() {
-    let fake = Fake::start(Mode::Silent);
+    let fake = FakeServer::start(FakeMode::Silent);
     let rig = Rig::start(fake.port, &[]);
     fake.expect_accept();
     rig.wait_state(ConnState::Connecting);
@@ -409,7 +151,7 @@ fn a_manual_connect_replaces_the_queued_attempt_and_waits_for_the_handshake() {
 
 #[test]
 fn auth_reading_activity_ack_and_dead_after_35_s_without_a_ping() {
-    let fake = Fake::start(Mode::Auth);
+    let fake = FakeServer::start(FakeMode::Auth);
     let rig = Rig::start(fake.port, &["ev-1", "ev-2"]);
     fake.expect_accept();
     let Some(Seen::Uri(uri)) = fake.next(Duration::from_secs(10)) else {
@@ -473,7 +215,7 @@ fn auth_reading_activity_ack_and_dead_after_35_s_without_a_ping() {
 
 #[test]
 fn unacknowledged_batch_is_offered_again_after_one_minute() {
-    let fake = Fake::start(Mode::Auth);
+    let fake = FakeServer::start(FakeMode::Auth);
     let rig = Rig::start(fake.port, &["ev-a"]);
     rig.wait_state(ConnState::Connected);
     assert_eq!(fake.msg("ACTIVITY")["events"][0]["id"], "ev-a");
@@ -517,7 +259,7 @@ fn self_signed() -> Arc<rustls::ServerConfig> {
 fn wss_checks_the_certificate_unless_self_signed_is_allowed_for_this_dial() {
     let cfg = self_signed();
     // Verified: the self-signed certificate is refused, nothing is upgraded.
-    let fake = Fake::start_with(Mode::Auth, Some(cfg.clone()));
+    let fake = FakeServer::start_with(FakeMode::Auth, Some(cfg.clone()));
     let strict = Rig::start_with(&format!("https://localhost:{}", fake.port), false, &[]);
     fake.expect_accept();
     strict.wait_scheduled();
@@ -529,7 +271,7 @@ fn wss_checks_the_certificate_unless_self_signed_is_allowed_for_this_dial() {
     ));
     // Allowed for this agent: the same server is accepted, in the same process (the
     // decision is per dial, not a process-wide switch).
-    let fake2 = Fake::start_with(Mode::Auth, Some(cfg));
+    let fake2 = FakeServer::start_with(FakeMode::Auth, Some(cfg));
     let lax = Rig::start_with(&format!("https://localhost:{}", fake2.port), true, &[]);
     lax.wait_state(ConnState::Connected);
     assert_eq!(fake2.msg("AUTH")["capabilities"], json!(["vrrp"]));

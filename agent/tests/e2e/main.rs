@@ -5,6 +5,10 @@
 //! namespaces), the agent beside real keepalived. What the tests share comes from
 //! the `vrrp-test-support` crate.
 
+// What the tests below share.
+mod agent_process;
+mod in_process;
+
 // Needs nothing but the built binaries.
 mod cli;
 mod connection_clock;

@@ -7,98 +7,15 @@ use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tungstenite::{Message, WebSocket};
 
-use vrrp_test_support::free_port;
+use crate::agent_process::Agent;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tls");
-
-struct Agent {
-    child: Option<Child>,
-    port: u16,
-    dir: tempfile::TempDir,
-}
-
-impl Agent {
-    fn start(config: &str, env: &[(&str, &str)]) -> Agent {
-        let dir = tempfile::tempdir().unwrap();
-        let proc_dir = dir.path().join("proc");
-        fs::create_dir_all(proc_dir.join("1")).unwrap();
-        fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
-        let cfg = dir.path().join("config.yaml");
-        fs::write(&cfg, config).unwrap();
-        let port = free_port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vrrp-agent"));
-        cmd.env_clear()
-            .env("SVC_CLIENT_CONFIG", &cfg)
-            .env("SVC_CLIENT_DATA_DIR", dir.path().join("data"))
-            .env("SVC_PROC_DIR", &proc_dir)
-            .env("SVC_CLIENT_PORT", port.to_string())
-            .env("LOG_LEVEL", "debug")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(dir.path().join("stderr.log")).unwrap());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        Agent {
-            child: Some(cmd.spawn().unwrap()),
-            port,
-            dir,
-        }
-    }
-
-    fn log(&self) -> String {
-        fs::read_to_string(self.dir.path().join("stderr.log")).unwrap_or_default()
-    }
-
-    fn wait_log(&self, needle: &str) -> String {
-        wait_for(&format!("log line {needle:?}"), || {
-            let l = self.log();
-            l.contains(needle).then_some(l)
-        })
-    }
-
-    /// Every setup PIN printed so far, oldest first.
-    fn pins(&self) -> Vec<String> {
-        self.log()
-            .lines()
-            .filter_map(|l| l.split("Setup PIN: ").nth(1))
-            .map(|p| p.trim().chars().take(9).collect())
-            .collect()
-    }
-
-    fn identity(&self) -> PathBuf {
-        self.dir.path().join("data/identity.json")
-    }
-
-    /// Runs to its end (a start that fails) and returns (exit code, log).
-    fn exit(mut self) -> (Option<i32>, String) {
-        let mut c = self.child.take().unwrap();
-        let t0 = Instant::now();
-        loop {
-            if let Some(s) = c.try_wait().unwrap() {
-                return (s.code(), self.log());
-            }
-            assert!(t0.elapsed() < Duration::from_secs(10), "agent did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
 
 fn wait_for<T>(what: &str, f: impl FnMut() -> Option<T>) -> T {
     vrrp_test_support::wait_for(what, 15, f)
