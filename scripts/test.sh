@@ -27,4 +27,5 @@ fi
 # `cargo test --workspace` builds every member's binaries before any test runs, so
 # the agent's tests find the server beside their own binary and the server's find
 # the load generator (test-support's `binary`).
-cargo test --workspace --all-targets --features test-all "$@"
+# --no-fail-fast: every test binary runs, so one failure does not hide the others.
+cargo test --workspace --all-targets --features test-all --no-fail-fast "$@"
