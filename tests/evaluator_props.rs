@@ -183,7 +183,9 @@ fn view_of(i: usize, h: &Host) -> HostView {
         readable: h.running,
         instances: vec![serde_json::from_value(json!({
             "name": "VI_1", "vrid": 51, "state": h.state.as_str(), "vips": vips,
-            "advertInterval": 1, "priority": 100, "interface": "eth0",
+            // A priority each, as configured pairs have: a tie would be a
+            // readiness finding (priority_tie) and events of its own.
+            "advertInterval": 1, "priority": 200 - i, "interface": "eth0",
             "lastTransition": iso(h.transition),
         }))
         .expect("an instance")],
