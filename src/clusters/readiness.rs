@@ -306,8 +306,16 @@ fn verb(hosts: &[String], one: &str, many: &str) -> String {
     )
 }
 
+/// The live members in MASTER: the checks that follow a master need exactly one.
+fn masters<'a>(live: &[&'a Member]) -> Vec<&'a Member> {
+    live.iter()
+        .copied()
+        .filter(|m| m.state() == "MASTER")
+        .collect()
+}
+
 fn no_ready_backup(members: &[Member], live: &[&Member]) -> Outcome {
-    let masters: Vec<&&Member> = live.iter().filter(|m| m.state() == "MASTER").collect();
+    let masters = masters(live);
     let [master] = masters.as_slice() else {
         return unknown(if masters.is_empty() {
             "no member is MASTER now: there is no master to take over from".to_owned()
@@ -372,7 +380,7 @@ fn no_ready_backup(members: &[Member], live: &[&Member]) -> Outcome {
 }
 
 fn backup_hears_other_master(live: &[&Member]) -> Outcome {
-    let masters: Vec<&&Member> = live.iter().filter(|m| m.state() == "MASTER").collect();
+    let masters = masters(live);
     let [master] = masters.as_slice() else {
         return unknown("there is no single master to hear");
     };
