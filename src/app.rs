@@ -214,6 +214,7 @@ pub fn run(
             settings: settings.clone(),
         },
         history.clone(),
+        config.audit_retention_days,
         &shutdown,
     )?;
 
@@ -435,6 +436,7 @@ fn start_silence_expiry(handles: silences::Handles, shutdown: &Shutdown) -> Resu
 fn start_schedulers(
     scheduler_handles: schedulers::Handles,
     history: clusters::history::store::SharedMirror,
+    audit_retention_days: u32,
     shutdown: &Shutdown,
 ) -> Result<(Arc<Scheduler>, Arc<Scheduler>), FatalError> {
     let token_cleanup = Arc::new(Scheduler::new(
@@ -467,6 +469,13 @@ fn start_schedulers(
                     .map_err(|e| format!("cluster history: {e}"))?;
             if trimmed > 0 {
                 log::info!("notification-cleanup removed {trimmed} cluster history intervals older than {history_days} days");
+            }
+            // The audit log keeps its own, longer time (`audit.retention_days`).
+            let cutoff = now - chrono::Duration::days(i64::from(audit_retention_days));
+            let pruned =
+                crate::audit::prune(&h.db, cutoff).map_err(|e| format!("audit log: {e}"))?;
+            if pruned > 0 {
+                log::info!("notification-cleanup removed {pruned} audit entries older than {audit_retention_days} days");
             }
             Ok(removed)
         }),

@@ -8,6 +8,7 @@
 pub mod activity;
 pub mod agents;
 pub mod app;
+pub mod audit;
 pub mod auth;
 pub mod cli;
 pub mod clock;

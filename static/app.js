@@ -16,6 +16,7 @@ import { ClusterDetail } from './views/cluster.js';
 import { Clients, ClientDetail } from './views/clients.js';
 import { Activity } from './views/activity.js';
 import { Silences } from './views/silences.js';
+import { can, role, roleText } from './roles.js';
 
 // The administration views load when first opened: the pages watched all day
 // (overview, clusters, activity) do not fetch them.
@@ -42,6 +43,8 @@ const Webhooks = lazy(() => import('./views/webhooks.js'), 'Webhooks');
 const WebhookEditor = lazy(() => import('./views/webhook-edit.js'), 'WebhookEditor');
 const Settings = lazy(() => import('./views/settings.js'), 'Settings');
 const Users = lazy(() => import('./views/users.js'), 'Users');
+const ApiTokens = lazy(() => import('./views/api-tokens.js'), 'ApiTokens');
+const Audit = lazy(() => import('./views/audit.js'), 'Audit');
 
 // --- session ---
 
@@ -168,7 +171,7 @@ function Shell({ children }) {
       <button type="button" class="ghost menu-button" id="menu-button" aria-expanded=${menuOpen.value} aria-controls="main-nav"
         onClick=${() => { menuOpen.value = !menuOpen.value; }}>☰<span class="sr"> Menu</span>${unseen > 0 ? html` <span class="count">${unseen > 999 ? '999+' : unseen}</span>` : ''}</button>
       <nav aria-label="Main" id="main-nav" class=${menuOpen.value ? 'open' : ''}>
-        ${NAV.map(([p, label]) => html`<a href=${p} aria-current=${here(p) ? 'page' : undefined}>
+        ${nav().map(([p, label]) => html`<a href=${p} aria-current=${here(p) ? 'page' : undefined}>
           ${label}${p === '/activity' && unseen > 0
             ? html` <span class="count" aria-label=${`${unseen} unseen warnings and errors`}>${unseen > 999 ? '999+' : unseen}</span>` : ''}
         </a>`)}
@@ -177,7 +180,8 @@ function Shell({ children }) {
         <${PairRole} />
         <${LiveIndicator} />
         <${ThemeSwitch} />
-        <span class="user" title="Signed in">${S.session.value?.username}</span>
+        <span class="user" id="signed-in" title=${`Signed in as ${roleText(role()).toLowerCase()}`}>${S.session.value?.username}${
+          role() !== 'admin' ? html` <span class="badge role">${role()}</span>` : ''}</span>
         <button type="button" class="ghost" id="logout" onClick=${logout}>Log out</button>
       </div>
     </header>
@@ -189,7 +193,8 @@ function Shell({ children }) {
 
 // Every page: its path (a string, or a pattern whose groups are the view's `id`),
 // its view, and its label when it is in the navigation (in this order). The
-// first match wins.
+// first match wins. `needs`: the navigation shows it only to a role that may do
+// that (roles.js); the page itself still opens, read-only, for a typed address.
 const ROUTES = [
   { path: '/', nav: 'Overview', view: Overview },
   { path: '/clusters', nav: 'Clusters', view: Clusters },
@@ -200,13 +205,22 @@ const ROUTES = [
   { path: /^\/clients\/(.+)$/, view: ClientDetail },
   { path: '/tokens', view: Tokens },
   { path: '/activity', nav: 'Activity', view: Activity },
-  { path: '/webhooks', nav: 'Webhooks', view: Webhooks },
+  { path: '/webhooks', nav: 'Webhooks', needs: 'change', view: Webhooks },
   { path: /^\/webhooks\/(.+)$/, view: WebhookEditor },
   { path: '/settings', nav: 'Settings', view: Settings },
-  { path: '/users', nav: 'Users', view: Users },
+  { path: '/users', nav: 'Users', needs: 'change', view: Users },
+  { path: '/api-tokens', view: ApiTokens },
+  { path: '/audit', nav: 'Audit', needs: 'change', view: Audit },
   { path: '/silences', nav: 'Silences', view: Silences },
 ];
-const NAV = ROUTES.filter((r) => r.nav).map((r) => [r.path, r.nav]);
+
+// The navigation for this session's role. Without Users, the same page under
+// "Account": a viewer or operator changes its own password there.
+function nav() {
+  const out = ROUTES.filter((r) => r.nav && (!r.needs || can(r.needs))).map((r) => [r.path, r.nav]);
+  if (!can('change')) out.push(['/users', 'Account']);
+  return out;
+}
 
 function pickView(path) {
   for (const r of ROUTES) {

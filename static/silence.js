@@ -6,6 +6,7 @@ import { html, Time } from './ui.js';
 import * as S from './state.js';
 import { get, post } from './api.js';
 import { useDirtyGuard, useEscape } from './form.js';
+import { can } from './roles.js';
 
 export function loadSilences() {
   return get('/api/v1/silences').then((list) => { S.silences.value = list; }).catch(() => {});
@@ -41,7 +42,8 @@ export function SilencedBanner({ clusterKey, clientIds }) {
     Events are recorded but not sent to webhooks.</p>`;
 }
 
-// The "Silence for…" action; `matcher` is what it silences.
+// The "Silence for…" action; `matcher` is what it silences. Operators and
+// administrators only: a viewer sees the banner, not the action.
 export function SilenceAction({ matcher, what }) {
   const [open, setOpen] = useState(false);
   const [comment, setComment] = useState('');
@@ -55,6 +57,7 @@ export function SilenceAction({ matcher, what }) {
       .then(() => { setStatus(''); setOpen(false); setComment(''); loadSilences(); })
       .catch((e) => setStatus(e.message));
   };
+  if (!can('silence')) return null;
   if (!open) return html`<button type="button" id="silence-open" onClick=${() => setOpen(true)}>Silence for…</button>`;
   return html`<div class="silence-form" id="silence-form" role="group" aria-label=${`Silence ${what}`}>
     <input type="text" id="silence-comment" placeholder="Why (e.g. kernel update)" aria-label="Comment" maxlength="500"

@@ -2,7 +2,9 @@
 // callers and the actions below write them.
 import { signal, computed, batch } from '@preact/signals';
 
-export const session = signal(null); // {id, username, expiresAt} or null
+// GET /api/v1/me: {id, username, role ('viewer' | 'operator' | 'admin', roles.js),
+// via, expiresAt}, or null.
+export const session = signal(null);
 export const authType = signal('local');
 export const connection = signal('connecting'); // 'connecting' | 'live' | 'reconnecting'
 export const clients = signal([]); // Client[] as CLIENTS_UPDATE sends it

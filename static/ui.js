@@ -1,5 +1,6 @@
 // Small pieces every view uses: html (htm bound to Preact), relative times with
-// the exact time on hover, health badges, the confirmation dialog.
+// the exact time on hover, health badges, the confirmation dialog, a secret
+// shown once with its copy button.
 import { h } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
@@ -120,4 +121,26 @@ export function Paged({ items, size = 100, render, empty }) {
   return html`${items.slice(0, limit).map(render)}
     ${items.length > limit && html`<div class="more"><button type="button" onClick=${() => setLimit(limit + size)}>
       Show ${Math.min(size, items.length - limit)} more (${items.length - limit} not shown)</button></div>`}`;
+}
+
+// A secret shown once (a registration or API token) with a Copy button; `id`
+// is the code element's, `buttonId` the button's.
+export function Copy({ text, id, buttonId }) {
+  const [done, setDone] = useState('');
+  const ref = useRef(null);
+  async function copy() {
+    try {
+      await navigator.clipboard.writeText(text);
+      setDone('Copied.');
+    } catch {
+      // No clipboard outside a secure context: select it for Ctrl+C instead.
+      const r = document.createRange();
+      r.selectNodeContents(ref.current);
+      const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r);
+      setDone('Selected: press Ctrl+C to copy.');
+    }
+  }
+  return html`<span class="copy"><code ref=${ref} id=${id}>${text}</code>
+    <button type="button" class="small" id=${buttonId} onClick=${copy}>Copy</button>
+    ${done && html`<span class="muted" role="status">${done}</span>`}</span>`;
 }

@@ -19,6 +19,9 @@ pub struct Claims {
     pub tv: Option<i64>,
     pub iat: i64,
     pub exp: i64,
+    /// The session began with a single sign-on login (the audit log's `via`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub oidc: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +54,7 @@ impl SessionKeys {
         user_id: i64,
         username: &str,
         tv: i64,
+        oidc: bool,
         now: DateTime<Utc>,
     ) -> (String, DateTime<Utc>) {
         let exp = now + chrono::Duration::seconds(self.lifetime.as_secs() as i64);
@@ -60,6 +64,7 @@ impl SessionKeys {
             tv: Some(tv),
             iat: now.timestamp(),
             exp: exp.timestamp(),
+            oidc,
         };
         // HS256 over our own claims cannot fail to encode.
         let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.encoding)
@@ -100,7 +105,7 @@ mod tests {
     #[test]
     fn issued_token_verifies_until_it_expires() {
         let keys = SessionKeys::new("secret", Duration::from_secs(3600));
-        let (token, exp) = keys.issue(7, "alice", 3, at(0));
+        let (token, exp) = keys.issue(7, "alice", 3, false, at(0));
         assert_eq!(exp, at(3600));
         let claims = keys.verify(&token, at(3599)).unwrap();
         assert_eq!((claims.sub, claims.tv), (7, Some(3)));
@@ -110,7 +115,7 @@ mod tests {
     #[test]
     fn a_token_older_than_a_shortened_lifetime_is_refused() {
         let long = SessionKeys::new("secret", Duration::from_secs(86_400));
-        let (token, _) = long.issue(1, "a", 1, at(0));
+        let (token, _) = long.issue(1, "a", 1, false, at(0));
         let short = SessionKeys::new("secret", Duration::from_secs(600));
         assert_eq!(short.verify(&token, at(601)), Err(SessionError::TooOld));
         assert!(short.verify(&token, at(599)).is_ok());
@@ -120,7 +125,7 @@ mod tests {
     fn other_secret_and_missing_tv_are_refused() {
         let keys = SessionKeys::new("secret", Duration::from_secs(3600));
         let (token, _) =
-            SessionKeys::new("other", Duration::from_secs(3600)).issue(1, "a", 1, at(0));
+            SessionKeys::new("other", Duration::from_secs(3600)).issue(1, "a", 1, false, at(0));
         assert_eq!(keys.verify(&token, at(1)), Err(SessionError::Malformed));
         let legacy = Claims {
             sub: 1,
@@ -128,6 +133,7 @@ mod tests {
             tv: None,
             iat: at(0).timestamp(),
             exp: at(100).timestamp(),
+            oidc: false,
         };
         let token = jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),

@@ -4,6 +4,7 @@
 //! authentication code; [`User`] is what the API may show.
 
 use crate::auth::password;
+use crate::auth::roles::Role;
 use crate::db::{Db, DbError};
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
@@ -14,6 +15,7 @@ pub struct User {
     pub id: i64,
     pub username: String,
     pub auth_methods: String,
+    pub role: Role,
     pub created_at: String,
     pub updated_at: String,
 }
@@ -26,6 +28,7 @@ pub struct UserRecord {
     pub auth_methods: AuthMethods,
     pub password_hash: Option<String>,
     pub token_version: i64,
+    pub role: Role,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,14 +102,17 @@ pub const PASSWORD_FOR_NON_LOCAL: &str =
 pub const LOCAL_NEEDS_PASSWORD: &str = "A password is required for local authentication";
 pub const CANNOT_DELETE_YOURSELF: &str = "Cannot delete yourself";
 pub const CANNOT_DELETE_LAST: &str = "Cannot delete the last user";
+pub const CANNOT_DEMOTE_LAST_ADMIN: &str = "Cannot demote the last administrator";
+pub const CANNOT_DELETE_LAST_ADMIN: &str = "Cannot delete the last administrator";
 
-const COLUMNS: &str = "id, username, auth_methods, created_at, updated_at";
+const COLUMNS: &str = "id, username, auth_methods, role, created_at, updated_at";
 
 fn user_from_row(r: &Row<'_>) -> rusqlite::Result<User> {
     Ok(User {
         id: r.get("id")?,
         username: r.get("username")?,
         auth_methods: r.get("auth_methods")?,
+        role: Role::from_stored(&r.get::<_, String>("role")?),
         created_at: r.get("created_at")?,
         updated_at: r.get("updated_at")?,
     })
@@ -119,6 +125,7 @@ fn record_from_row(r: &Row<'_>) -> rusqlite::Result<UserRecord> {
         auth_methods: AuthMethods::from_stored(&r.get::<_, String>("auth_methods")?),
         password_hash: r.get("password_hash")?,
         token_version: r.get("token_version")?,
+        role: Role::from_stored(&r.get::<_, String>("role")?),
     })
 }
 
@@ -156,6 +163,7 @@ pub struct NewUser {
     pub username: String,
     pub password: Option<String>,
     pub auth_methods: AuthMethods,
+    pub role: Role,
 }
 
 pub fn create(db: &Db, new: NewUser, now: String) -> Result<i64, UserError> {
@@ -178,9 +186,9 @@ pub fn create(db: &Db, new: NewUser, now: String) -> Result<i64, UserError> {
             return Err(UserError::UsernameTaken);
         }
         c.execute(
-            "INSERT INTO users (username, password_hash, auth_methods, token_version, created_at, updated_at)
-             VALUES (?1, ?2, ?3, 1, ?4, ?4)",
-            params![new.username, hash, new.auth_methods.as_str(), now],
+            "INSERT INTO users (username, password_hash, auth_methods, role, token_version, created_at, updated_at)
+             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)",
+            params![new.username, hash, new.auth_methods.as_str(), new.role.as_str(), now],
         )?;
         Ok(c.last_insert_rowid())
     })
@@ -190,12 +198,25 @@ pub struct UserUpdate {
     pub password: Option<String>,
     /// `None` (or an empty string in the request) leaves the methods unchanged.
     pub auth_methods: Option<AuthMethods>,
+    /// `None` leaves the role unchanged.
+    pub role: Option<Role>,
 }
 
 /// What an update did; `new_token_version` is set when sessions were revoked.
 pub struct Updated {
     pub new_token_version: Option<i64>,
     pub username: String,
+    /// The role before and after, when it changed.
+    pub role_change: Option<(Role, Role)>,
+}
+
+/// Administrators other than `id` (the one being demoted or deleted).
+fn other_admins(c: &rusqlite::Connection, id: i64) -> rusqlite::Result<i64> {
+    c.query_row(
+        "SELECT COUNT(*) FROM users WHERE role = 'admin' AND id != ?1",
+        [id],
+        |r| r.get(0),
+    )
 }
 
 pub fn update(db: &Db, id: i64, change: UserUpdate, now: String) -> Result<Updated, UserError> {
@@ -215,24 +236,38 @@ pub fn update(db: &Db, id: i64, change: UserUpdate, now: String) -> Result<Updat
         .map_err(UserError::Hash)?;
     let methods_changed = methods != current.auth_methods;
     db.write(move |c| {
-        let Some(tv) = c
-            .query_row("SELECT token_version FROM users WHERE id = ?1", [id], |r| {
-                r.get::<_, i64>(0)
-            })
+        let Some((tv, stored_role)) = c
+            .query_row(
+                "SELECT token_version, role FROM users WHERE id = ?1",
+                [id],
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        Role::from_stored(&r.get::<_, String>(1)?),
+                    ))
+                },
+            )
             .optional()?
         else {
             return Err(UserError::NotFound);
         };
-        let revoke = hash.is_some() || methods_changed;
+        let role = change.role.unwrap_or(stored_role);
+        // Counted in the writer, so two demotions at once cannot both pass.
+        if stored_role == Role::Admin && role != Role::Admin && other_admins(c, id)? == 0 {
+            return Err(UserError::Rule(CANNOT_DEMOTE_LAST_ADMIN));
+        }
+        // A new role ends the user's sessions too: open dashboards learn it at once.
+        let revoke = hash.is_some() || methods_changed || role != stored_role;
         let new_tv = if revoke { tv + 1 } else { tv };
         c.execute(
             "UPDATE users SET password_hash = COALESCE(?2, password_hash), auth_methods = ?3,
-                 token_version = ?4, updated_at = ?5 WHERE id = ?1",
-            params![id, hash, methods.as_str(), new_tv, now],
+                 token_version = ?4, updated_at = ?5, role = ?6 WHERE id = ?1",
+            params![id, hash, methods.as_str(), new_tv, now, role.as_str()],
         )?;
         Ok(Updated {
             new_token_version: revoke.then_some(new_tv),
             username: current.username,
+            role_change: (role != stored_role).then_some((stored_role, role)),
         })
     })
 }
@@ -254,8 +289,45 @@ pub fn delete(db: &Db, id: i64, acting_user: i64) -> Result<(), UserError> {
         if count <= 1 {
             return Err(UserError::Rule(CANNOT_DELETE_LAST));
         }
+        let role: String =
+            c.query_row("SELECT role FROM users WHERE id = ?1", [id], |r| r.get(0))?;
+        if Role::from_stored(&role) == Role::Admin && other_admins(c, id)? == 0 {
+            return Err(UserError::Rule(CANNOT_DELETE_LAST_ADMIN));
+        }
         c.execute("DELETE FROM users WHERE id = ?1", [id])?;
+        // A deleted user's API tokens die with it: nobody would answer for them.
+        c.execute("DELETE FROM api_tokens WHERE created_by = ?1", [id])?;
         Ok(())
+    })
+}
+
+/// Sets the role an identity provider gives a user at login (`oidc.role_claim`).
+/// Returns the change, if any; the last administrator is kept (and the refusal
+/// returned) rather than locking everyone out. Sessions are not revoked: the
+/// session being issued carries the new role.
+pub fn set_role_from_provider(
+    db: &Db,
+    id: i64,
+    role: Role,
+    now: String,
+) -> Result<Option<(Role, Role)>, UserError> {
+    db.write(move |c| {
+        let stored: String = c
+            .query_row("SELECT role FROM users WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .ok_or(UserError::NotFound)?;
+        let stored = Role::from_stored(&stored);
+        if stored == role {
+            return Ok(None);
+        }
+        if stored == Role::Admin && other_admins(c, id)? == 0 {
+            return Err(UserError::Rule(CANNOT_DEMOTE_LAST_ADMIN));
+        }
+        c.execute(
+            "UPDATE users SET role = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, role.as_str(), now],
+        )?;
+        Ok(Some((stored, role)))
     })
 }
 
@@ -306,6 +378,7 @@ pub fn bootstrap_admin(
             username: username.to_owned(),
             password: Some(password.clone()),
             auth_methods: AuthMethods::Local,
+            role: Role::Admin,
         },
         now,
     )?;
@@ -354,6 +427,7 @@ mod tests {
             username: name.into(),
             password: Some("pw".into()),
             auth_methods: AuthMethods::Local,
+            role: Role::Admin,
         };
         let a = create(&db, new("a"), "now".into()).unwrap();
         assert!(matches!(
@@ -372,6 +446,47 @@ mod tests {
             create(&db, new("b"), "now".into()),
             Err(UserError::UsernameTaken)
         ));
+    }
+
+    #[test]
+    fn the_last_administrator_can_be_neither_demoted_nor_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let (db, _writer) = Db::open(&dir.path().join("u.db"), "now").unwrap();
+        let new = |name: &str, role| NewUser {
+            username: name.into(),
+            password: Some("pw".into()),
+            auth_methods: AuthMethods::Local,
+            role,
+        };
+        let admin = create(&db, new("admin", Role::Admin), "now".into()).unwrap();
+        let viewer = create(&db, new("viewer", Role::Viewer), "now".into()).unwrap();
+        let demote = |_id: i64, role| UserUpdate {
+            password: None,
+            auth_methods: None,
+            role: Some(role),
+        };
+        assert!(matches!(
+            update(&db, admin, demote(admin, Role::Operator), "now".into()),
+            Err(UserError::Rule(CANNOT_DEMOTE_LAST_ADMIN))
+        ));
+        assert!(matches!(
+            delete(&db, admin, viewer),
+            Err(UserError::Rule(CANNOT_DELETE_LAST_ADMIN))
+        ));
+        assert!(matches!(
+            set_role_from_provider(&db, admin, Role::Viewer, "now".into()),
+            Err(UserError::Rule(CANNOT_DEMOTE_LAST_ADMIN))
+        ));
+        // With a second administrator both work, and a new role revokes sessions.
+        let promoted = update(&db, viewer, demote(viewer, Role::Admin), "now".into()).unwrap();
+        assert_eq!(promoted.role_change, Some((Role::Viewer, Role::Admin)));
+        assert!(promoted.new_token_version.is_some());
+        assert!(update(&db, admin, demote(admin, Role::Operator), "now".into()).is_ok());
+        assert_eq!(
+            find_by_id(&db, admin).unwrap().unwrap().role,
+            Role::Operator
+        );
+        assert!(delete(&db, admin, viewer).is_ok());
     }
 
     #[test]

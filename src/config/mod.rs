@@ -4,6 +4,8 @@
 //! Loaded once at start into a frozen [`ServerConfig`]; an invalid value is a
 //! [`ConfigError`] naming the field, which ends the start with exit code 1.
 
+pub mod access;
+mod fields;
 pub mod ha;
 pub mod heartbeat;
 pub mod rewrite;
@@ -12,7 +14,10 @@ pub mod values;
 mod webhooks;
 
 use crate::secrets::random_hex;
-use ipnet::Ipv4Net;
+use access::{parse_audit, parse_oidc, parse_security};
+pub use access::{MetricsToken, OidcConfig, SecurityConfig};
+pub use fields::ConfigError;
+use fields::{opt_string, scalar_text, section, string_list};
 use rewrite::Addition;
 pub use rewrite::{write_section, write_settings};
 use serde_json::{Map, Value};
@@ -36,7 +41,8 @@ pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
     ("activity_level_overrides", ""),
 ];
 
-const KNOWN_TOP_LEVEL: [&str; 11] = [
+const KNOWN_TOP_LEVEL: [&str; 12] = [
+    "audit",
     "webhooks",
     "ha",
     "heartbeat",
@@ -48,20 +54,6 @@ const KNOWN_TOP_LEVEL: [&str; 11] = [
     "logLevel",
     "port",
     "security",
-];
-const KNOWN_SECURITY: [&str; 5] = [
-    "allowed_networks",
-    "metrics_allowed_networks",
-    "trusted_proxies",
-    "hsts",
-    "allow_self_signed_agent_certificates",
-];
-const KNOWN_OIDC: [&str; 5] = [
-    "enabled",
-    "issuer",
-    "client_id",
-    "client_secret",
-    "redirect_uri",
 ];
 
 /// A snapshot of the environment variables the server reads, so tests can give
@@ -118,61 +110,6 @@ pub fn env_log_level(env: &Env) -> Result<Option<LogLevel>, ConfigError> {
         .transpose()
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
-    pub field: String,
-    pub message: String,
-}
-
-impl ConfigError {
-    fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        ConfigError {
-            field: field.into(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-#[derive(Clone, Default)]
-pub struct OidcConfig {
-    pub enabled: bool,
-    pub issuer: String,
-    pub client_id: String,
-    pub client_secret: String,
-    pub redirect_uri: String,
-}
-
-impl fmt::Debug for OidcConfig {
-    // By hand, so that the client secret cannot reach a log line through `{:?}`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OidcConfig")
-            .field("enabled", &self.enabled)
-            .field("issuer", &self.issuer)
-            .field("client_id", &self.client_id)
-            .field("client_secret", &"****")
-            .field("redirect_uri", &self.redirect_uri)
-            .finish()
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct SecurityConfig {
-    pub hsts: bool,
-    pub trusted_proxies: Vec<ProxyRule>,
-    pub allowed_networks: Vec<Ipv4Net>,
-    /// Who may read `GET /metrics`; empty: everyone.
-    pub metrics_allowed_networks: Vec<Ipv4Net>,
-    pub allow_self_signed_agent_certificates: bool,
-}
-
 /// The frozen configuration the server runs with.
 #[derive(Clone)]
 pub struct ServerConfig {
@@ -201,6 +138,8 @@ pub struct ServerConfig {
     pub test_hooks: bool,
     pub admin_username: String,
     pub admin_password: Option<String>,
+    /// `audit.retention_days`: audit entries older than this are pruned daily.
+    pub audit_retention_days: u32,
 }
 
 impl fmt::Debug for ServerConfig {
@@ -289,8 +228,13 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
     }
     log_format(env)?;
 
-    let security = parse_security(root.get("security"), env, &mut warnings)?;
+    let security = parse_security(
+        root.get("security"),
+        env.get("SVC_TRUSTED_PROXIES"),
+        &mut warnings,
+    )?;
     let oidc = parse_oidc(root.get("oidc"), &mut warnings)?;
+    let audit_retention_days = parse_audit(root.get("audit"), &mut warnings)?;
     let webhooks = parse_webhooks(root.get("webhooks"))?;
     let settings = parse_settings(root.get("settings"), &mut additions, &mut warnings)?;
     let heartbeat = heartbeat::parse_block(root.get(heartbeat::SECTION))
@@ -327,6 +271,7 @@ pub fn load(env: &Env) -> Result<Loaded, ConfigError> {
             test_hooks: env.get("SVC_TEST_HOOKS") == Some("1"),
             admin_username: env.get("SVC_ADMIN_USERNAME").unwrap_or("admin").to_owned(),
             admin_password: env.get("SVC_ADMIN_PASSWORD").map(str::to_owned),
+            audit_retention_days,
         },
         warnings,
         notices,
@@ -477,104 +422,6 @@ fn write_back(
     Ok(secret_key_persisted)
 }
 
-fn parse_security(
-    v: Option<&Value>,
-    env: &Env,
-    warnings: &mut Vec<String>,
-) -> Result<SecurityConfig, ConfigError> {
-    let empty = Map::new();
-    let block = section(v, "security", &empty)?;
-    for key in block
-        .keys()
-        .filter(|k| !KNOWN_SECURITY.contains(&k.as_str()))
-    {
-        warnings.push(format!(
-            "Unknown configuration key \"security.{key}\" (kept, not used)"
-        ));
-    }
-    let mut trusted_proxies = Vec::new();
-    for (i, item) in string_list(block.get("trusted_proxies"), "security.trusted_proxies")?
-        .iter()
-        .enumerate()
-    {
-        let field = format!("security.trusted_proxies[{i}]");
-        trusted_proxies.push(ProxyRule::parse(item).map_err(|m| ConfigError::new(field, m))?);
-    }
-    if let Some(list) = env.get("SVC_TRUSTED_PROXIES") {
-        trusted_proxies = list
-            .split(',')
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(|s| ProxyRule::parse(s).map_err(|m| ConfigError::new("SVC_TRUSTED_PROXIES", m)))
-            .collect::<Result<_, _>>()?;
-    }
-    let allowed_networks = networks(block, "allowed_networks")?;
-    let metrics_allowed_networks = networks(block, "metrics_allowed_networks")?;
-    Ok(SecurityConfig {
-        hsts: opt_bool(block.get("hsts"), "security.hsts")?.unwrap_or(false),
-        trusted_proxies,
-        allowed_networks,
-        metrics_allowed_networks,
-        allow_self_signed_agent_certificates: opt_bool(
-            block.get("allow_self_signed_agent_certificates"),
-            "security.allow_self_signed_agent_certificates",
-        )?
-        .unwrap_or(false),
-    })
-}
-
-fn parse_oidc(v: Option<&Value>, warnings: &mut Vec<String>) -> Result<OidcConfig, ConfigError> {
-    let empty = Map::new();
-    let block = section(v, "oidc", &empty)?;
-    for key in block.keys().filter(|k| !KNOWN_OIDC.contains(&k.as_str())) {
-        warnings.push(format!(
-            "Unknown configuration key \"oidc.{key}\" (kept, not used)"
-        ));
-    }
-    let enabled = opt_bool(block.get("enabled"), "oidc.enabled")?.unwrap_or(false);
-    let text = |key: &str| -> Result<String, ConfigError> {
-        match block.get(key) {
-            None | Some(Value::Null) => Ok(String::new()),
-            Some(v) => scalar_text(v, &format!("oidc.{key}")),
-        }
-    };
-    let oidc = OidcConfig {
-        enabled,
-        issuer: text("issuer")?,
-        client_id: text("client_id")?,
-        client_secret: text("client_secret")?,
-        redirect_uri: text("redirect_uri")?,
-    };
-    // URLs and credentials matter only while OIDC is switched on.
-    if enabled {
-        for (key, value) in [
-            ("issuer", &oidc.issuer),
-            ("client_id", &oidc.client_id),
-            ("client_secret", &oidc.client_secret),
-            ("redirect_uri", &oidc.redirect_uri),
-        ] {
-            if value.trim().is_empty() {
-                return Err(ConfigError::new(
-                    format!("oidc.{key}"),
-                    "is required while oidc.enabled is true",
-                ));
-            }
-        }
-        for (key, value) in [
-            ("issuer", &oidc.issuer),
-            ("redirect_uri", &oidc.redirect_uri),
-        ] {
-            if !(value.starts_with("https://") || value.starts_with("http://")) {
-                return Err(ConfigError::new(
-                    format!("oidc.{key}"),
-                    format!("\"{value}\" is not an http(s) URL"),
-                ));
-            }
-        }
-    }
-    Ok(oidc)
-}
-
 fn parse_settings(
     v: Option<&Value>,
     additions: &mut Vec<Addition>,
@@ -618,61 +465,6 @@ fn parse_settings(
     Ok(out)
 }
 
-fn section<'a>(
-    v: Option<&'a Value>,
-    name: &str,
-    empty: &'a Map<String, Value>,
-) -> Result<&'a Map<String, Value>, ConfigError> {
-    match v {
-        None | Some(Value::Null) => Ok(empty),
-        Some(Value::Object(m)) => Ok(m),
-        Some(_) => Err(ConfigError::new(name, "must be a mapping of keys")),
-    }
-}
-
-fn opt_string(root: &Map<String, Value>, key: &str) -> Result<Option<String>, ConfigError> {
-    match root.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(ConfigError::new(key, "must be a string")),
-    }
-}
-
-fn opt_bool(v: Option<&Value>, field: &str) -> Result<Option<bool>, ConfigError> {
-    match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(other) => Err(ConfigError::new(
-            field,
-            format!("{other} is not true or false"),
-        )),
-    }
-}
-
-/// A scalar as text: strings as they are, numbers and booleans written out.
-fn scalar_text(v: &Value, field: &str) -> Result<String, ConfigError> {
-    match v {
-        Value::String(s) => Ok(s.clone()),
-        Value::Number(n) => Ok(n.to_string()),
-        Value::Bool(b) => Ok(b.to_string()),
-        _ => Err(ConfigError::new(field, "must be a single value")),
-    }
-}
-
-/// `security.<key>`: a list of IPv4 addresses or CIDR networks, each checked.
-fn networks(block: &Map<String, Value>, key: &str) -> Result<Vec<Ipv4Net>, ConfigError> {
-    let name = format!("security.{key}");
-    let mut out = Vec::new();
-    for (i, item) in string_list(block.get(key), &name)?.iter().enumerate() {
-        out.push(
-            values::parse_ipv4_net(item)
-                .map_err(|m| ConfigError::new(format!("{name}[{i}]"), m))?,
-        );
-    }
-    Ok(out)
-}
-
 fn parse_webhooks(v: Option<&Value>) -> Result<WebhooksConfig, ConfigError> {
     let empty = Map::new();
     let block = section(v, "webhooks", &empty)?;
@@ -684,24 +476,6 @@ fn parse_webhooks(v: Option<&Value>) -> Result<WebhooksConfig, ConfigError> {
         )
     })?;
     Ok(WebhooksConfig { allowed_networks })
-}
-
-fn string_list(v: Option<&Value>, field: &str) -> Result<Vec<String>, ConfigError> {
-    match v {
-        None | Some(Value::Null) => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Value::String(s) => Ok(s.clone()),
-                _ => Err(ConfigError::new(
-                    format!("{field}[{i}]"),
-                    "must be a string",
-                )),
-            })
-            .collect(),
-        Some(_) => Err(ConfigError::new(field, "must be a list")),
-    }
 }
 
 fn is_whole_number(s: &str) -> bool {

@@ -52,6 +52,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0008_activity_indexes.sql",
         include_str!("../../sql/0008_activity_indexes.sql"),
     ),
+    (
+        9,
+        "0009_roles_tokens_audit.sql",
+        include_str!("../../sql/0009_roles_tokens_audit.sql"),
+    ),
 ];
 
 #[derive(Debug)]

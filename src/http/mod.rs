@@ -162,8 +162,27 @@ fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
 /// Same origin for every state-changing request that says where it comes from,
 /// and JSON bodies only as `application/json` (a `no-cors` form or `text/plain`
 /// POST from another page is refused before any route sees it).
+///
+/// A request with `Authorization: Bearer` and no cookie is exempt: a page on
+/// another origin cannot make a browser send that header (it needs a CORS
+/// preflight this server never grants), so these rules, which stop forged
+/// browser requests, do not apply to scripts. An API token in the query
+/// string is refused outright: URLs end up in proxy logs and browser history.
 fn refuse_foreign(req: &Req) -> Option<ApiError> {
+    if req
+        .query
+        .iter()
+        .any(|(k, v)| crate::auth::api_tokens::looks_like_token(v) || k == "access_token")
+    {
+        return Some(ApiError::new(
+            400,
+            "token: send API tokens in an Authorization: Bearer header, never in a URL (revoke one that was)",
+        ));
+    }
     if !matches!(req.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
+        return None;
+    }
+    if req.bearer_token().is_some() && req.header("cookie").is_none() {
         return None;
     }
     if !origin::same_origin(

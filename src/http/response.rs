@@ -10,6 +10,8 @@ pub struct Resp {
     pub content_type: &'static str,
     /// Done by the HTTP layer once the answer has been written.
     pub after_sent: Option<AfterSent>,
+    /// What the change was, for the audit log (written by the route table).
+    pub audit: Option<crate::audit::Note>,
 }
 
 /// Work that must not overtake the answer.
@@ -40,6 +42,7 @@ impl Resp {
             body,
             content_type: "application/json; charset=utf-8",
             after_sent: None,
+            audit: None,
         }
     }
 
@@ -55,11 +58,23 @@ impl Resp {
             body: Vec::new(),
             content_type: "text/plain; charset=utf-8",
             after_sent: None,
+            audit: None,
         }
     }
 
     pub fn header(mut self, name: &str, value: impl Into<String>) -> Resp {
         self.headers.push((name.to_owned(), value.into()));
+        self
+    }
+
+    /// Says what the change was, for the audit log.
+    pub fn audited(
+        mut self,
+        action: &'static str,
+        target: impl Into<String>,
+        summary: impl Into<String>,
+    ) -> Resp {
+        self.audit = Some(crate::audit::Note::new(action, target, summary));
         self
     }
 

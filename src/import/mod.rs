@@ -202,7 +202,7 @@ fn run(db: &Path, config_file: Option<&Path>, env: &Env) -> Result<String, Refus
         .map_err(|e| Refused(format!("this server's database {}: {e}", db_file.display())))?;
     drop(db_handle);
     let _ = writer.join();
-    target::write(&db_file, &import, &ours, held.fresh_admin).map_err(|e| {
+    target::write(&db_file, &import, &ours, held.fresh_admin, &iso(now)).map_err(|e| {
         Refused(format!(
             "writing {} failed, nothing was imported: {e}",
             db_file.display()

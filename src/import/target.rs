@@ -96,6 +96,7 @@ pub fn write(
     import: &Import,
     ours: &SealKey,
     fresh_admin: Option<i64>,
+    now: &str,
 ) -> rusqlite::Result<()> {
     let mut conn = Connection::open(db_file)?;
     conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;")?;
@@ -166,5 +167,21 @@ pub fn write(
             ],
         )?;
     }
+    // One audit entry for the whole import, in its transaction: no secret,
+    // only what came over.
+    let summary = format!(
+        "Imported from keepalived-status-monitor: {} users, {} clients, {} readings, {} registration tokens, {} events, {} webhooks",
+        import.users.len(),
+        import.clients.len(),
+        import.readings.len(),
+        import.tokens.len(),
+        import.events.len(),
+        import.webhooks.len()
+    );
+    tx.execute(
+        "INSERT INTO audit_log (at, actor, via, source_ip, action, target, summary)
+         VALUES (?1, 'vrrp-monitor import-kasm', 'cli', NULL, 'import.done', 'database', ?2)",
+        params![now, summary],
+    )?;
     tx.commit()
 }

@@ -7,6 +7,7 @@ import { EventRow } from '../events.js';
 import * as S from '../state.js';
 import { get, post, del, query } from '../api.js';
 import { route, setParams } from '../router.js';
+import { can } from '../roles.js';
 
 const LEVELS = ['trace', 'info', 'warning', 'error'];
 const PAGE = 100;
@@ -134,7 +135,7 @@ export function Activity() {
     <div class="row actions">
       <button type="button" id="mark-all-seen" disabled=${!unseenShown.length} onClick=${() => markSeen(unseenShown)}>
         Mark ${unseenShown.length} shown seen</button>
-      <button type="button" class="danger" id="delete-all" onClick=${() => setConfirm(true)}>Delete all…</button>
+      ${can('change') && html`<button type="button" class="danger" id="delete-all" onClick=${() => setConfirm(true)}>Delete all…</button>`}
     </div>
     ${error && html`<p class="form-error" role="alert">${error}</p>`}
     ${records === null ? html`<p class="muted">Loading…</p>`

@@ -2,12 +2,13 @@
 // token shown once, the steps on the host, then waiting live for the new client
 // to register and connect. Outbound: the server dials the agent with its setup
 // PIN; every refusal of the spec's table is explained as the next step.
-import { useEffect, useRef, useState } from 'preact/hooks';
-import { html, exact, useTitle } from '../ui.js';
+import { useEffect, useState } from 'preact/hooks';
+import { html, exact, useTitle, Copy } from '../ui.js';
 import * as S from '../state.js';
 import { post, put } from '../api.js';
 import { navigate, route } from '../router.js';
 import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs, left } from '../form.js';
+import { can, ReadOnly } from '../roles.js';
 
 // One clock tick a second while a countdown is on screen.
 function useSecondTick() {
@@ -49,26 +50,6 @@ export function NameAndSite({ client, onDone }) {
       ${saved && html`<span role="status" id="name-site-saved">Saved. <a href=${`/clients/${encodeURIComponent(client.id)}`}>Open the client</a></span>`}
     </div>
   </form>`;
-}
-
-function Copy({ text }) {
-  const [done, setDone] = useState('');
-  const ref = useRef(null);
-  async function copy() {
-    try {
-      await navigator.clipboard.writeText(text);
-      setDone('Copied.');
-    } catch {
-      // No clipboard outside a secure context: select it for Ctrl+C instead.
-      const r = document.createRange();
-      r.selectNodeContents(ref.current);
-      const sel = getSelection(); sel.removeAllRanges(); sel.addRange(r);
-      setDone('Selected: press Ctrl+C to copy.');
-    }
-  }
-  return html`<span class="copy"><code ref=${ref} id="new-token">${text}</code>
-    <button type="button" class="small" id="copy-token" onClick=${copy}>Copy</button>
-    ${done && html`<span class="muted" role="status">${done}</span>`}</span>`;
 }
 
 function Inbound() {
@@ -115,7 +96,7 @@ function Inbound() {
   return html`<div class="card" id="token-issued">
       <h2>2. Register the agent on the host</h2>
       <p>Registration token (shown only now):</p>
-      <p><${Copy} text=${issued.token} /></p>
+      <p><${Copy} text=${issued.token} id="new-token" buttonId="copy-token" /></p>
       <p id="token-expiry">${remaining
         ? html`Valid for <strong>${remaining}</strong> more (until ${exact(issued.expiresAt)}).`
         : html`<span class="form-error">Expired. <button type="button" class="small" onClick=${() => setIssued(null)}>Create a new token</button></span>`}</p>
@@ -217,6 +198,10 @@ export function AddHost() {
     const shown = document.getElementById(`mode-${route.value.params.get('mode')}`);
     if (shown) shown.checked = true;
   };
+  if (!can('change')) {
+    return html`<section class="admin"><p><a href="/clients">← Clients</a></p><h1>Add a host</h1>
+      <${ReadOnly} what="clients" /></section>`;
+  }
   return html`<section class="admin">
     <p><a href="/clients">← Clients</a></p>
     <h1>Add a host</h1>

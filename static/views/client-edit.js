@@ -7,6 +7,7 @@ import * as S from '../state.js';
 import { post, put, del } from '../api.js';
 import { navigate } from '../router.js';
 import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs } from '../form.js';
+import { can, ReadOnly } from '../roles.js';
 
 function ipv4(text) {
   const parts = text.split('.');
@@ -53,6 +54,10 @@ export function ClientEditor({ id }) {
   }
   const outbound = client.connectionMode === 'outbound';
   const name = client.displayName || client.hostname || id.slice(0, 8);
+  if (!can('change')) {
+    return html`<section class="admin"><p><a href=${`/clients/${encodeURIComponent(id)}`}>← ${name}</a></p>
+      <h1>Edit ${name}</h1><${ReadOnly} what="clients" /></section>`;
+  }
   const fields = outbound ? ['displayName', 'site', 'outboundTargetAddress'] : ['displayName', 'site', 'inboundAllowedIp'];
   const refuses = !outbound && values.inboundAllowedIp.trim() && client.inboundLastIp
     && admits(values.inboundAllowedIp, client.inboundLastIp) === false;

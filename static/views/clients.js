@@ -9,6 +9,7 @@ import { route, setParams } from '../router.js';
 import { SilenceAction, SilencedBanner } from '../silence.js';
 import { FaultCause, TrackedItems } from '../tracking.js';
 import { Table } from '../table.js';
+import { can } from '../roles.js';
 
 const nameOf = (c) => c.displayName || c.hostname || c.id.slice(0, 8);
 
@@ -77,7 +78,8 @@ export function Clients() {
       && (!unusable || (c.status === 'online' && keepalivedSummary(S.readingOf(c.id)).word !== 'running')))
     .sort((a, b) => (a.status === b.status ? 0 : a.status === 'offline' ? -1 : 1) || nameOf(a).localeCompare(nameOf(b)));
   return html`<section>
-    <h1>Clients <a class="button primary" href="/clients/add" id="add-host">Add a host</a> <a class="button" href="/tokens">Registration tokens</a></h1>
+    <h1>Clients ${can('change') && html`<a class="button primary" href="/clients/add" id="add-host">Add a host</a>
+      <a class="button" href="/tokens" id="registration-tokens">Registration tokens</a>`}</h1>
     <div class="filters row">
       <input type="search" data-search placeholder="Search name, site, version, address ( / )" aria-label="Search clients"
         value=${q} onInput=${(e) => setParams({ q: e.currentTarget.value })} />
@@ -87,7 +89,7 @@ export function Clients() {
       ${unusable && html`<button type="button" onClick=${() => setParams({ keepalived: '' })}>Without a usable reading ×</button>`}
       <span class="muted">${list.length} of ${S.clients.value.length}</span>
     </div>
-    <${Table} id="client-list" className="clients" columns=${CLIENT_COLUMNS} rows=${list.slice(0, limit)} rowKey=${(c) => c.id}
+    <${Table} id="client-list" className="clients" columns=${can('change') ? CLIENT_COLUMNS : CLIENT_COLUMNS.filter((c) => c.key !== 'actions')} rows=${list.slice(0, limit)} rowKey=${(c) => c.id}
       rowClass=${(c) => (c.status === 'online' ? '' : 'dim')} />
     ${!list.length && html`<p class="empty">${S.clients.value.length ? 'No client matches.' : 'No clients registered.'}</p>`}
     ${list.length > limit && html`<div class="more"><button type="button" onClick=${() => setLimit(limit + 100)}>
@@ -166,8 +168,8 @@ export function ClientDetail({ id }) {
       ${keepalived}
     </div>
     <div class="row">
-      <button type="button" id="refresh-reading" onClick=${ask}>Refresh reading</button>
-      <a class="button" id="edit-client" href=${`/clients/${encodeURIComponent(id)}/edit`}>Edit, reconnect or delete</a>
+      ${can('change') && html`<button type="button" id="refresh-reading" onClick=${ask}>Refresh reading</button>
+        <a class="button" id="edit-client" href=${`/clients/${encodeURIComponent(id)}/edit`}>Edit, reconnect or delete</a>`}
       ${refresh && html`<span role="status" id="refresh-status">${refresh}</span>`}
       ${reading && html`<span class="muted">Received <${Time} at=${reading.receivedAt} /></span>`}
     </div>

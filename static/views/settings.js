@@ -1,11 +1,13 @@
 // Settings: retention and interval per cleanup scheduler with its status, live
 // from SCHEDULER_STATUS_UPDATE, and run-now buttons; the heartbeat with its last
-// outcome; the per-kind level overrides as a table.
+// outcome; the per-kind level overrides as a table. Every role reads them;
+// only an administrator's forms are enabled and have buttons.
 import { useEffect, useState } from 'preact/hooks';
 import { html, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put } from '../api.js';
 import { Field, Input, FieldError, useErrors, When, useDirtyGuard, differs } from '../form.js';
+import { can, ReadOnly } from '../roles.js';
 
 const SCHEDULERS = [
   {
@@ -84,14 +86,16 @@ function Scheduler({ def, settings, onSaved }) {
   return html`<form class="card form" id=${`scheduler-${def.id}`} data-scheduler=${def.name} onSubmit=${save}>
     <h2>${def.title}</h2>
     <${Status} status=${status} />
+    <fieldset class="plain" disabled=${!can('change')}>
     ${def.keys.map(([k, label, hint]) => html`<${Field} key=${k} label=${label} name=${k} error=${errors[k]} hint=${hint}>
       <${Input} name=${k} values=${values} setValues=${setValues} errors=${errors} inputmode="numeric" /><//>`)}
+    </fieldset>
     <${FieldError} error=${errors['']} />
-    <div class="row">
+    ${can('change') && html`<div class="row">
       <button type="submit" class="primary">Save</button>
       <button type="button" class="run-now" disabled=${status?.isRunning} onClick=${runNow}>Run now</button>
       ${note && html`<span role="status" class="note">${note}</span>`}
-    </div>
+    </div>`}
   </form>`;
 }
 
@@ -141,6 +145,7 @@ function Heartbeat() {
         : st.lastAttempt ? html`<span class="badge ok">ok</span>` : html`<span class="muted">none yet</span>`}</dd>
       <dt>Next beat</dt><dd>${st.nextBeat ? html`<${When} at=${st.nextBeat} nowMs=${S.now.value} />` : html`<span class="muted">none (switched off)</span>`}</dd>
     </dl>
+    <fieldset class="plain" disabled=${!can('change')}>
     <${Field} label="URL" name="url" error=${errors.url} hint="May hold a secret token; the server's log shows only its host.">
       <${Input} name="url" values=${values} setValues=${setValues} errors=${errors} type="url" autocomplete="off" /><//>
     <${Field} label="Every (seconds)" name="interval_seconds" error=${errors.interval_seconds} hint="10 to 3600.">
@@ -149,11 +154,12 @@ function Heartbeat() {
       <select name="method" value=${values.method} onChange=${(e) => setValues({ ...values, method: e.currentTarget.value })}>
         <option value="POST">POST</option><option value="GET">GET</option>
       </select><//>
+    </fieldset>
     <${FieldError} error=${errors['']} />
-    <div class="row">
+    ${can('change') && html`<div class="row">
       <button type="submit" class="primary">Save</button>
       ${note && html`<span role="status" class="note">${note}</span>`}
-    </div>
+    </div>`}
   </form>`;
 }
 
@@ -202,7 +208,7 @@ function Overrides({ settings, onSaved }) {
       <tbody>${kinds.map((k) => html`<tr key=${k} data-kind=${k} class=${levels[k] ? 'overridden' : ''}>
         <td data-label="Kind"><code>${k}</code></td>
         <td data-label="Own level" class="muted">${DEFAULT_LEVEL[k] || '–'}</td>
-        <td data-label="Recorded at"><select aria-label=${`Level of ${k}`} value=${levels[k] || ''} class="level"
+        <td data-label="Recorded at"><select aria-label=${`Level of ${k}`} value=${levels[k] || ''} class="level" disabled=${!can('change')}
           onChange=${(e) => setLevels({ ...levels, [k]: e.currentTarget.value })}>
           <option value="">its own level</option>
           ${OVERRIDE_LEVELS.map((l) => html`<option key=${l} value=${l} disabled=${l === 'none' && NEVER_NONE.includes(k)}
@@ -211,10 +217,10 @@ function Overrides({ settings, onSaved }) {
       </tr>`)}</tbody>
     </table></div>
     <${FieldError} name=${OVERRIDES} error=${errors[OVERRIDES] || errors['']} />
-    <div class="row">
+    ${can('change') && html`<div class="row">
       <button type="submit" class="primary">Save</button>
       ${note && html`<span role="status" class="note">${note}</span>`}
-    </div>
+    </div>`}
   </form>`;
 }
 
@@ -229,6 +235,7 @@ export function Settings() {
   if (!settings) return html`<section><h1>Settings</h1>${error ? html`<p class="form-error">${error}</p>` : html`<p class="loading">Loading…</p>`}</section>`;
   return html`<section class="admin">
     <h1>Settings</h1>
+    ${!can('change') && html`<${ReadOnly} what="the settings" />`}
     <div class="grid-2">
       ${SCHEDULERS.map((d) => html`<${Scheduler} key=${d.name} def=${d} settings=${settings} onSaved=${load} />`)}
     </div>

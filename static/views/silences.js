@@ -6,6 +6,7 @@ import { html, Time, useTitle } from '../ui.js';
 import { del } from '../api.js';
 import * as S from '../state.js';
 import { loadSilences, SilenceAction } from '../silence.js';
+import { can } from '../roles.js';
 
 function describe(m) {
   return [m.clusterKey && `cluster ${m.clusterKey}`, m.clientId && `host ${m.clientId}`, m.kind && `events ${m.kind}`]
@@ -23,14 +24,14 @@ export function Silences() {
     <h1>Silences</h1>
     <p class="muted">While a silence is active, matching events are recorded and shown (marked silenced) but not sent to webhooks and raise no notification.
       An incident still open when its silence ends is sent then.</p>
-    <div class="row"><input type="text" aria-label="Kind pattern" placeholder="Kind pattern, e.g. keepalived.*" value=${kind}
+    ${can('silence') && html`<div class="row" id="silence-by-kind"><input type="text" aria-label="Kind pattern" placeholder="Kind pattern, e.g. keepalived.*" value=${kind}
       onInput=${(e) => setKind(e.currentTarget.value)} />
-      ${kind.trim() && html`<${SilenceAction} matcher=${{ kind: kind.trim() }} what=${kind} />`}</div>
+      ${kind.trim() && html`<${SilenceAction} matcher=${{ kind: kind.trim() }} what=${kind} />`}</div>`}
     ${!list ? html`<p class="muted">Loading…</p>` : !list.length ? html`<p class="empty">No silences.</p>`
       : html`<ul class="silence-list">${list.map((s) => html`<li key=${s.id} class=${`silence ${s.status}`}>
         <strong>${describe(s.matcher)}</strong> · ${s.status} · <${Time} at=${s.startsAt} /> – <${Time} at=${s.endsAt} />
         · “${s.comment}” (${s.createdBy})
-        ${s.status !== 'expired' && html` <button type="button" class="ghost" onClick=${() => del(`/api/v1/silences/${encodeURIComponent(s.id)}`).then(loadSilences)}>End now</button>`}
+        ${s.status !== 'expired' && can('silence') && html` <button type="button" class="ghost end-silence" onClick=${() => del(`/api/v1/silences/${encodeURIComponent(s.id)}`).then(loadSilences)}>End now</button>`}
       </li>`)}</ul>`}
   </section>`;
 }

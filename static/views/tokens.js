@@ -1,10 +1,12 @@
 // Registration tokens: every token made (unused, used, expired) with the name and
-// address it gives its client; create one (shown once) and delete.
+// address it gives its client; create one (shown once) and delete. They are
+// credentials: administrators only (the server lists them to no other role).
 import { useEffect, useState } from 'preact/hooks';
 import { html, Time, exact, useLoad, useTitle, Confirm } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, del } from '../api.js';
 import { Field, Input, FieldError, useErrors, When, useDirtyGuard } from '../form.js';
+import { can } from '../roles.js';
 
 function stateOf(t, nowMs) {
   if (t.usedAt) return 'used';
@@ -12,6 +14,14 @@ function stateOf(t, nowMs) {
 }
 
 export function Tokens() {
+  if (!can('change')) {
+    return html`<section class="admin"><p><a href="/clients">← Clients</a></p><h1>Registration tokens</h1>
+      <p class="callout read-only" id="read-only" role="note">Registration tokens are credentials: only an administrator sees and makes them.</p></section>`;
+  }
+  return html`<${AllTokens} />`;
+}
+
+function AllTokens() {
   const [values, setValues] = useState({ displayName: '', inboundAllowedIp: '' });
   const { errors, fail, clear } = useErrors();
   const [issued, setIssued] = useState(null);

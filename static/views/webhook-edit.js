@@ -1,12 +1,15 @@
 // The webhook editor: every field, a start from a ready-made template, a live
 // preview of the body for a sample event rendered by the server's own engine
 // (POST /api/v1/webhooks/preview; the browser never renders templates), the
-// template's error located as a save would report it, and a test send.
+// template's error located as a save would report it, and a test send. Below
+// administrator the stored webhook is shown read-only, without the preview (a
+// POST the server refuses to that role).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html, Confirm, useTitle } from '../ui.js';
 import { get, post, put, del } from '../api.js';
 import { navigate } from '../router.js';
 import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs } from '../form.js';
+import { can, ReadOnly } from '../roles.js';
 
 const LEVELS = ['trace', 'info', 'warning', 'error'];
 const FIELDS = ['name', 'url', 'method', 'headers', 'bodyTemplate', 'minLevel', 'kinds', 'timeoutMs', 'enabled'];
@@ -116,6 +119,7 @@ export function WebhookEditor({ id }) {
   const start = (v) => { setValues(v); setBase(v); };
   useEscape(() => navigate('/webhooks'));
   useTitle(isNew ? 'New webhook' : 'Webhook');
+  const admin = can('change');
   useEffect(() => {
     if (!isNew) {
       get('/api/v1/webhooks').then((list) => {
@@ -127,6 +131,10 @@ export function WebhookEditor({ id }) {
   }, [id]);
   if (values === undefined) return html`<section><p class="loading">Loading…</p></section>`;
   if (!isNew && !saved) return html`<section><h1>Webhook</h1><p class="empty">No such webhook.</p><p><a href="/webhooks">All webhooks</a></p></section>`;
+  if (values === null && !admin) {
+    return html`<section class="admin"><p><a href="/webhooks">← Webhooks</a></p><h1>New webhook</h1>
+      <${ReadOnly} what="webhooks" /></section>`;
+  }
   if (values === null) {
     return html`<section class="admin"><p><a href="/webhooks">← Webhooks</a></p><h1>New webhook</h1>
       <${ReadyMade} onPick=${(w) => start(valuesOf(w))} />
@@ -172,8 +180,10 @@ export function WebhookEditor({ id }) {
   return html`<section class="admin webhook-editor">
     <p><a href="/webhooks">← Webhooks</a></p>
     <h1>${isNew ? 'New webhook' : saved.name}</h1>
+    ${!admin && html`<${ReadOnly} what="webhooks" />`}
     <div class="editor-grid">
       <form class="card form" id="webhook-form" onSubmit=${save}>
+        <fieldset class="plain" disabled=${!admin}>
         ${text('name', 'Name')}
         <div class="field"><label class="switch"><input type="checkbox" id="f-enabled" checked=${values.enabled}
           onChange=${(e) => setV({ ...values, enabled: e.currentTarget.checked })} /> Enabled</label></div>
@@ -197,17 +207,18 @@ export function WebhookEditor({ id }) {
         </div>
         ${text('kindsText', 'Kinds', 'Comma-separated; * is a wildcard (vrrp.incident_*); empty sends every kind.', { placeholder: 'vrrp.incident_*, keepalived.*' })}
         <${FieldError} name="kinds" error=${field('kinds')} />
+        </fieldset>
         <${FieldError} error=${errors['']} />
-        <div class="row">
+        ${admin && html`<div class="row">
           <button type="submit" class="primary" id="save-webhook">${isNew ? 'Create webhook' : 'Save'}</button>
           <button type="button" id="send-test" onClick=${sendTest}>Send test</button>
           ${!isNew && html`<button type="button" class="danger" id="delete-webhook" onClick=${() => setConfirm(true)}>Delete…</button>`}
           ${status && html`<span role="status" id="webhook-status">${status}</span>`}
-        </div>
+        </div>`}
         <${TestResult} result=${test} />
         ${saved && saved.lastAttemptAt && html`<p class="muted">Last delivery: ${saved.lastStatus ?? 'no answer'}${saved.lastError ? `, ${saved.lastError}` : ''} at ${saved.lastAttemptAt}.</p>`}
       </form>
-      <${Preview} values=${values} shown=${preview} setShown=${setPreview} />
+      ${admin && html`<${Preview} values=${values} shown=${preview} setShown=${setPreview} />`}
     </div>
     ${!isNew && html`<${Confirm} open=${confirm} title=${`Delete ${saved.name}?`} action="Delete webhook"
       text="Events are no longer sent to it; deliveries waiting for it are dropped." onConfirm=${remove} onClose=${() => setConfirm(false)} />`}

@@ -3,6 +3,7 @@
 import { useState } from 'preact/hooks';
 import { html, Time, useLoad, useTitle } from '../ui.js';
 import { get, put } from '../api.js';
+import { can } from '../roles.js';
 
 // The fields PUT takes, from a listed webhook.
 export function configOf(w) {
@@ -40,18 +41,19 @@ export function Webhooks() {
     } catch (e) { setStatus(`${w.name}: ${e.message}`); }
     load();
   }
+  const admin = can('change');
   return html`<section class="admin">
-    <h1>Webhooks <a class="button primary" href="/webhooks/new" id="new-webhook">New webhook</a></h1>
+    <h1>Webhooks ${admin && html`<a class="button primary" href="/webhooks/new" id="new-webhook">New webhook</a>`}</h1>
     <p class="muted">Each stored event at or above a webhook's level, of its kinds, is sent to it. Templates:${' '}
       <a href="/docs/webhook-templates" target="_blank" rel="noopener">the template language</a>.</p>
     ${(status || error) && html`<p class="form-error" role="alert">${status || error}</p>`}
     ${list === null ? html`<p class="loading">Loading…</p>` : !list.length
-      ? html`<p class="empty">No webhooks yet. <a href="/webhooks/new">Create one</a> from a ready-made template (Slack, Teams, PagerDuty…).</p>`
+      ? html`<p class="empty">No webhooks yet.${admin && html` <a href="/webhooks/new">Create one</a> from a ready-made template (Slack, Teams, PagerDuty…).`}</p>`
       : html`<div class="table-wrap"><table class="stack" id="webhook-list">
         <thead><tr><th scope="col">Enabled</th><th scope="col">Name</th><th scope="col">Sends</th><th scope="col">To</th>
           <th scope="col">Last delivery</th></tr></thead>
         <tbody>${list.map((w) => html`<tr key=${w.id} data-id=${w.id} class=${w.enabled ? '' : 'dim'}>
-          <td data-label="Enabled"><label class="switch"><input type="checkbox" checked=${w.enabled} onChange=${() => toggle(w)}
+          <td data-label="Enabled"><label class="switch"><input type="checkbox" checked=${w.enabled} disabled=${!admin} onChange=${() => toggle(w)}
             aria-label=${`${w.name} enabled`} /></label></td>
           <td data-label="Name"><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a></td>
           <td data-label="Sends">${w.minLevel} and above${w.kinds && w.kinds.length ? `; ${w.kinds.join(', ')}` : '; every kind'}</td>

@@ -18,6 +18,7 @@ mod faults;
 mod history;
 mod pair;
 mod readiness;
+mod roles;
 mod screens;
 mod timeline;
 

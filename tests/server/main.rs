@@ -23,6 +23,7 @@ mod oidc;
 mod outbound;
 mod outbound_load;
 mod package;
+mod roles;
 mod settings;
 mod silences;
 mod static_tarballs;

@@ -788,3 +788,51 @@ fn a_provider_certificate_that_is_not_trusted_ends_the_start() {
         fatal[0]
     );
 }
+
+#[test]
+#[cfg_attr(
+    not(feature = "test-node"),
+    ignore = "node tier: Node.js runs the OIDC provider; --features test-node (scripts/test.sh)"
+)]
+fn the_providers_groups_give_the_role_at_each_login() {
+    vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Node);
+    let launch = Launch::new();
+    let redirect = format!("http://127.0.0.1:{}/api/auth/callback", launch.port);
+    let mut provider = Provider::start(&redirect, 3600);
+    let config = format!(
+        "{}  role_claim: groups\n  role_map:\n    admin: [noc-admins]\n    operator: [netops, oncall]\n",
+        oidc_config(&provider.issuer, launch.port)
+    );
+    let server = launch.config(&config).start();
+    let admin = server.admin();
+    create_user(
+        &server,
+        &admin,
+        json!({ "username": "frank", "auth_methods": "oidc", "role": "admin" }),
+    );
+    for (groups, role) in [
+        (json!(["staff", "netops"]), "operator"),
+        (json!("noc-admins"), "admin"),
+        // No group that the map names: the default role, viewer.
+        (json!(["staff"]), "viewer"),
+    ] {
+        provider.mutate(json!({ "groups": groups }));
+        let mut browser = Browser::new();
+        let done = browser.login(&server, "frank");
+        assert_eq!(done.status, 302, "{}", done.body);
+        let me = browser.me(&server).json();
+        assert_eq!(
+            (me["role"].as_str(), me["via"].as_str()),
+            (Some(role), Some("oidc")),
+            "{groups}"
+        );
+    }
+    let audit = server
+        .get("/api/v1/audit?actor=frank", Auth::Cookie(&admin))
+        .body;
+    let entries = audit["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{audit}");
+    assert!(entries
+        .iter()
+        .all(|e| e["action"] == "login.succeeded" && e["via"] == "oidc"));
+}

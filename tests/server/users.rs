@@ -27,7 +27,14 @@ fn list_shows_users_without_secrets() {
     keys.sort();
     assert_eq!(
         keys,
-        ["auth_methods", "created_at", "id", "updated_at", "username"]
+        [
+            "auth_methods",
+            "created_at",
+            "id",
+            "role",
+            "updated_at",
+            "username"
+        ]
     );
     assert_eq!(u["auth_methods"], "local");
     assert!(chrono::DateTime::parse_from_rfc3339(u["created_at"].as_str().unwrap()).is_ok());

@@ -256,6 +256,9 @@ pub struct IdClaims {
     /// (some providers) the string "true".
     #[serde(default)]
     pub email_verified: Option<serde_json::Value>,
+    /// Every other claim (the role claim of `oidc.role_claim` is among them).
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `email_verified` says yes (`true`, or the string "true").

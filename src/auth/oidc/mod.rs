@@ -28,6 +28,8 @@ pub struct Oidc {
     client_id: String,
     client_secret: String,
     redirect_uri: String,
+    /// `role_claim`, `role_map`, `default_role`: the role a login gives.
+    roles: OidcConfig,
     provider: Provider,
     pending: Mutex<PendingLogins>,
 }
@@ -75,6 +77,10 @@ impl Oidc {
             client_id: config.client_id.clone(),
             client_secret: config.client_secret.clone(),
             redirect_uri: config.redirect_uri.clone(),
+            roles: OidcConfig {
+                client_secret: String::new(),
+                ..config.clone()
+            },
             provider,
             pending: Mutex::new(PendingLogins::default()),
         }))
@@ -177,8 +183,38 @@ impl Oidc {
                 "user \"{}\" may not log in with OIDC",
                 name.escape_debug()
             )),
-            Some(u) => Ok(u),
+            Some(u) => Ok(self.apply_role(db, u, &claims.other, now)),
         }
+    }
+
+    /// With `oidc.role_claim` set, the provider decides the role at each login;
+    /// the last administrator keeps theirs rather than locking everyone out.
+    fn apply_role(
+        &self,
+        db: &Db,
+        mut user: UserRecord,
+        claims: &serde_json::Map<String, serde_json::Value>,
+        now: DateTime<Utc>,
+    ) -> UserRecord {
+        let Some(role) = self.roles.role_from_claims(claims) else {
+            return user;
+        };
+        match users::set_role_from_provider(db, user.id, role, crate::clock::iso(now)) {
+            Ok(Some((from, to))) => {
+                log::info!(
+                    "User \"{}\" has role {to} (was {from}) from the provider's claims",
+                    user.username.escape_debug()
+                );
+                user.role = to;
+            }
+            Ok(None) => {}
+            Err(e) => log::warn!(
+                "User \"{}\" keeps role {}: the provider's claims give {role}, refused: {e:?}",
+                user.username.escape_debug(),
+                user.role
+            ),
+        }
+        user
     }
 }
 

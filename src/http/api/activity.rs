@@ -161,5 +161,9 @@ pub fn delete_activity(app: &App, _req: &Req, session: &Session, _path: &[&str])
     activity::delete_all(&app.db)?;
     log::info!("Activity list cleared by \"{}\"", session.username);
     app.hub.broadcast(envelope("ACTIVITY_UPDATE", json!([])));
-    Ok(Resp::ok(&json!({ "ok": true })))
+    Ok(Resp::ok(&json!({ "ok": true })).audited(
+        "activity.deleted",
+        "activity",
+        "Activity list cleared",
+    ))
 }

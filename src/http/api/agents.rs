@@ -77,17 +77,41 @@ pub fn create_token(app: &App, req: &Req, session: &Session, _path: &[&str]) -> 
         session.username,
         issued.expires_at
     );
+    // Named by the first characters of its hash, as the list shows it: the
+    // token itself never reaches the audit log.
+    let hash = crate::secrets::sha256_hex(&issued.token);
+    let summary = format!(
+        "Registration token {}… made{}, valid until {}",
+        &hash[..8],
+        issued
+            .display_name
+            .as_deref()
+            .map(|n| format!(" for \"{}\"", n.escape_debug()))
+            .unwrap_or_default(),
+        issued.expires_at
+    );
     Ok(Resp::ok(&json!({
         "token": issued.token,
         "expiresAt": issued.expires_at,
         "displayName": issued.display_name,
         "inboundAllowedIp": issued.inbound_allowed_ip,
-    })))
+    }))
+    .audited(
+        "registration_token.created",
+        format!("registration token {}", &hash[..8]),
+        summary,
+    ))
 }
 
 pub fn delete_token(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
-    registration::delete_token(&app.db, last(path, 0).to_owned())?;
-    Ok(Resp::ok(&json!({ "status": "deleted" })))
+    let hash = last(path, 0).to_owned();
+    registration::delete_token(&app.db, hash.clone())?;
+    let short: String = hash.chars().take(8).collect();
+    Ok(Resp::ok(&json!({ "status": "deleted" })).audited(
+        "registration_token.deleted",
+        format!("registration token {short}"),
+        format!("Registration token {short}… deleted"),
+    ))
 }
 
 /// `POST /api/v1/register` (public): a token buys a new client's identity.
@@ -104,6 +128,24 @@ pub fn register(app: &App, req: &Req) -> ApiResult {
         req.client_ip
     );
     app.broadcast_clients();
+    // The actor is the registration token that bought the identity (named by
+    // its hash, as the token list shows it); neither token reaches the entry.
+    let hash = crate::secrets::sha256_hex(&token);
+    let actor = crate::audit::Actor {
+        name: format!("registration token {}", &hash[..8]),
+        via: crate::audit::Via::Token,
+        source_ip: Some(req.client_ip.to_string()),
+    };
+    let note = crate::audit::Note::new(
+        "client.registered",
+        format!("client {}", done.client_id),
+        format!(
+            "Client \"{}\" registered from {}",
+            done.client_name.escape_debug(),
+            req.client_ip
+        ),
+    );
+    let _ = crate::audit::record(&app.db, &actor, note, now);
     let data = json!({ "hostname": done.hostname, "clientName": done.client_name });
     app.record_activity(vec![Event::server(
         "client.registered",
@@ -162,9 +204,18 @@ pub fn create_outbound(app: &App, req: &Req, session: &Session, _path: &[&str]) 
                 client.id,
                 session.username
             );
-            Ok(Resp::ok(
-                &json!({ "id": client.id, "hostname": client.hostname }),
-            ))
+            let summary = format!(
+                "Outbound client \"{}\" added at {}",
+                client.name().escape_debug(),
+                target.stored()
+            );
+            Ok(
+                Resp::ok(&json!({ "id": client.id, "hostname": client.hostname })).audited(
+                    "client.created",
+                    format!("client {}", client.id),
+                    summary,
+                ),
+            )
         }
         Err(RegisterError::NoSealKey) => Err(ApiError::new(
             500,
@@ -196,7 +247,11 @@ pub fn reconnect(app: &App, _req: &Req, session: &Session, path: &[&str]) -> Api
         log::warn!("Outbound client {id} had no dial thread; it is not dialled");
     }
     log::info!("Reconnect of {id} asked by \"{}\"", session.username);
-    Ok(Resp::ok(&json!({ "status": "reconnecting" })))
+    Ok(Resp::ok(&json!({ "status": "reconnecting" })).audited(
+        "client.reconnected",
+        format!("client {id}"),
+        format!("Reconnect of \"{}\" asked", client.name().escape_debug()),
+    ))
 }
 
 pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
@@ -237,6 +292,25 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
     if display_name.is_none() && site.is_none() && allowed.is_none() && target.is_none() {
         return Err(invalid("body", "at least one of displayName, site, inboundAllowedIp, outboundTargetAddress is required"));
     }
+    let mut changed = Vec::new();
+    if let Some(n) = &display_name {
+        changed.push(format!("display name \"{}\"", n.escape_debug()));
+    }
+    if let Some(s) = &site {
+        changed.push(match s {
+            Some(s) => format!("site \"{}\"", s.escape_debug()),
+            None => "site cleared".to_owned(),
+        });
+    }
+    if let Some(a) = &allowed {
+        changed.push(format!(
+            "allowed address {}",
+            a.as_deref().unwrap_or("cleared")
+        ));
+    }
+    if let Some(t) = &target {
+        changed.push(format!("address {t}"));
+    }
     let change = ClientUpdate {
         display_name,
         site,
@@ -251,20 +325,37 @@ pub fn update_client(app: &App, req: &Req, _s: &Session, path: &[&str]) -> ApiRe
         app.outbound.redial(&id);
     }
     app.broadcast_clients();
-    app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientChanged(id));
-    Ok(Resp::ok(&json!({ "success": true })))
+    let summary = format!(
+        "Client \"{}\": {}",
+        after.name().escape_debug(),
+        changed.join(", ")
+    );
+    app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientChanged(id.clone()));
+    Ok(Resp::ok(&json!({ "success": true })).audited(
+        "client.updated",
+        format!("client {id}"),
+        summary,
+    ))
 }
 
 pub fn delete_client(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = last(path, 0).to_owned();
+    let name = clients::get(&app.db, &id)?.map(|c| c.name().to_owned());
     clients::delete(&app.db, id.clone())?;
     app.outbound.remove(&id);
     app.agents.close(&id, crate::agents::registry::DELETED);
     log::info!("Client {id} deleted by \"{}\"", session.username);
     app.broadcast_clients();
     app.readings.forget(&id);
-    app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientDeleted(id));
-    Ok(Resp::ok(&json!({ "status": "deleted" })))
+    app.tell_evaluator(crate::clusters::thread::EvalMsg::ClientDeleted(id.clone()));
+    Ok(Resp::ok(&json!({ "status": "deleted" })).audited(
+        "client.deleted",
+        format!("client {id}"),
+        format!(
+            "Client \"{}\" deleted",
+            name.unwrap_or_default().escape_debug()
+        ),
+    ))
 }
 
 // --- readings ---
@@ -288,9 +379,9 @@ pub fn client_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiRe
 
 pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiResult {
     let id = last(path, 2);
-    if clients::get(&app.db, id)?.is_none() {
+    let Some(client) = clients::get(&app.db, id)? else {
         return Err(ApiError::not_found("Client not found"));
-    }
+    };
     if !app.agents.send(
         id,
         ToSocket::Text(envelope(
@@ -300,7 +391,14 @@ pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiR
     ) {
         return Err(ApiError::new(409, "Client is offline"));
     }
-    Ok(Resp::ok(&json!({ "status": "requested" })))
+    Ok(Resp::ok(&json!({ "status": "requested" })).audited(
+        "client.refreshed",
+        format!("client {id}"),
+        format!(
+            "A fresh reading asked of \"{}\"",
+            client.name().escape_debug()
+        ),
+    ))
 }
 
 pub fn list_clusters(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {

@@ -1,6 +1,7 @@
 //! Session routes: login, logout, who am I, and the login-method discovery.
 
 use super::validate::{invalid, Body};
+use crate::audit::{self, Actor, Note, Via};
 use crate::auth::users;
 use crate::auth::{cookies, oidc, password, rate_limit::Decision, Session};
 use crate::clock::iso;
@@ -40,11 +41,27 @@ fn login_checked(app: &App, req: &Req, limit: &Decision) -> ApiResult {
             username.escape_debug(),
             req.client_ip
         );
+        record_login(
+            app,
+            req,
+            &username,
+            Via::Session,
+            false,
+            "wrong password or unknown user",
+        );
         return Err(ApiError::new(401, INVALID_CREDENTIALS));
     }
     let Some(user) = user else {
         return Err(ApiError::new(401, INVALID_CREDENTIALS));
     };
+    record_login(
+        app,
+        req,
+        &user.username,
+        Via::Session,
+        true,
+        "with a password",
+    );
     upgrade_imported_hash(app, &user, &password);
     log::info!(
         "User \"{}\" logged in from {}",
@@ -58,7 +75,31 @@ fn login_checked(app: &App, req: &Req, limit: &Decision) -> ApiResult {
         user.id,
         &user.username,
         user.token_version,
+        false,
     ))
+}
+
+/// One audit entry per login attempt. The name is as typed (it may be no
+/// user's), never the password.
+fn record_login(app: &App, req: &Req, name: &str, via: Via, ok: bool, how: &str) {
+    // A name is user text: bounded, so a flood of long names cannot bloat the log.
+    let name: String = name.chars().take(100).collect();
+    let actor = Actor {
+        name: name.clone(),
+        via,
+        source_ip: Some(req.client_ip.to_string()),
+    };
+    let (action, verb) = if ok {
+        ("login.succeeded", "logged in")
+    } else {
+        ("login.failed", "failed to log in")
+    };
+    let note = Note::new(
+        action,
+        format!("user {}", name.escape_debug()),
+        format!("\"{}\" {verb} {how}", name.escape_debug()),
+    );
+    let _ = audit::record(&app.db, &actor, note, app.clock.utc());
 }
 
 /// A hash imported from keepalived-status-monitor (bcrypt) is replaced by an
@@ -116,8 +157,11 @@ pub fn set_session(
     user_id: i64,
     username: &str,
     tv: i64,
+    oidc: bool,
 ) -> Resp {
-    let (token, _) = app.sessions.issue(user_id, username, tv, app.clock.utc());
+    let (token, _) = app
+        .sessions
+        .issue(user_id, username, tv, oidc, app.clock.utc());
     let [session, auth] =
         cookies::session_cookies(&token, app.sessions.lifetime.as_secs(), req.https);
     resp.header("set-cookie", session)
@@ -138,13 +182,15 @@ pub fn me(_app: &App, _req: &Req, session: &Session, _path: &[&str]) -> ApiResul
     Ok(Resp::ok(&json!({
         "id": session.user_id,
         "username": session.username,
-        "expiresAt": iso(session.expires_at),
+        "role": session.role,
+        "via": session.via,
+        "expiresAt": session.expires_at.map(iso),
     })))
 }
 
 /// `GET /api/auth/config`: `oidc` only while a provider is configured and was
 /// discovered at start.
-pub fn config(app: &App) -> ApiResult {
+pub fn config(app: &App, _req: &Req) -> ApiResult {
     let kind = if app.oidc.is_some() { "oidc" } else { "local" };
     Ok(Resp::ok(&json!({ "type": kind })))
 }
@@ -202,6 +248,14 @@ pub fn oidc_callback(app: &App, req: &Req) -> ApiResult {
                 user.username.escape_debug(),
                 req.client_ip
             );
+            record_login(
+                app,
+                req,
+                &user.username,
+                Via::Oidc,
+                true,
+                "through single sign-on",
+            );
             let resp = Resp::redirect("/").header(
                 "set-cookie",
                 cookies::cleared_oidc_browser_cookie(req.https),
@@ -213,10 +267,19 @@ pub fn oidc_callback(app: &App, req: &Req) -> ApiResult {
                 user.id,
                 &user.username,
                 user.token_version,
+                true,
             ))
         }
         Err(reason) => {
             log::warn!("OIDC login from {} failed: {reason}", req.client_ip);
+            record_login(
+                app,
+                req,
+                "(single sign-on)",
+                Via::Oidc,
+                false,
+                &format!("through single sign-on: {reason}"),
+            );
             Err(auth_failed(&reason))
         }
     }

@@ -1,7 +1,9 @@
 //! `GET /metrics`: gathers the snapshot (cluster list, clients with their
 //! readings, open incidents, counters, process facts) and answers the text
 //! `metrics::render` makes of it. No session: a Prometheus server scrapes it;
-//! when `security.metrics_allowed_networks` is set, only callers inside it may.
+//! when `security.metrics_allowed_networks` is set, only callers inside it may,
+//! and when `security.metrics_token` is set, only with that token (or any API
+//! token) as `Authorization: Bearer`.
 
 use crate::clusters::thread::open_incidents;
 use crate::http::request::Req;
@@ -22,6 +24,15 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
             req.client_ip
         );
         return Err(ApiError::new(403, "Access denied"));
+    }
+    if let Some(expected) = &app.config.security.metrics_token {
+        if !bearer_allowed(app, req, expected)? {
+            log::warn!(
+                "GET /metrics refused to {}: no valid bearer token",
+                req.client_ip
+            );
+            return Err(ApiError::unauthorized().header("www-authenticate", "Bearer"));
+        }
     }
     let clusters: Vec<Value> =
         serde_json::from_slice(&app.cluster_list_json()?).unwrap_or_default();
@@ -63,7 +74,29 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
         body: text.into_bytes(),
         content_type: CONTENT_TYPE,
         after_sent: None,
+        audit: None,
     })
+}
+
+/// The bearer token is `security.metrics_token` (compared in constant time)
+/// or a valid API token of any role.
+fn bearer_allowed(
+    app: &App,
+    req: &Req,
+    expected: &crate::config::MetricsToken,
+) -> Result<bool, ApiError> {
+    let Some(presented) = req.bearer_token() else {
+        return Ok(false);
+    };
+    if expected.matches(presented) {
+        return Ok(true);
+    }
+    if crate::auth::api_tokens::looks_like_token(presented) {
+        return Ok(
+            crate::auth::api_tokens::authenticate(&app.db, presented, app.clock.utc())?.is_ok(),
+        );
+    }
+    Ok(false)
 }
 
 /// IPv4 callers inside one of the networks (an IPv4-mapped IPv6 address counts

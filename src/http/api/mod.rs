@@ -4,6 +4,8 @@
 
 pub mod activity;
 pub mod agents;
+pub mod api_tokens;
+pub mod audit;
 pub mod auth;
 pub mod ha;
 pub mod heartbeat;

@@ -31,6 +31,18 @@ pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult
         session.username,
         changes.keys().cloned().collect::<Vec<_>>().join(", ")
     );
+    // Settings are numbers and level overrides: no secret among them.
+    let summary = format!(
+        "Settings changed: {}",
+        changes
+            .iter()
+            .map(|(k, v)| format!(
+                "{k} = {}",
+                v.to_string().chars().take(200).collect::<String>()
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     if changes.keys().any(|k| k.starts_with("token_")) {
         app.token_cleanup.wake();
     }
@@ -40,12 +52,18 @@ pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult
     {
         app.notification_cleanup.wake();
     }
-    Ok(Resp::ok(&json!({ "success": true })))
+    Ok(Resp::ok(&json!({ "success": true })).audited("settings.updated", "settings", summary))
 }
 
 fn run(scheduler: &Scheduler) -> ApiResult {
     match scheduler.run(Trigger::Manual) {
-        Ok(removed) => Ok(Resp::ok(&json!({ "success": true, "removed": removed }))),
+        Ok(removed) => Ok(
+            Resp::ok(&json!({ "success": true, "removed": removed })).audited(
+                "settings.cleaned",
+                scheduler.name,
+                format!("{} run by hand: {removed} removed", scheduler.name),
+            ),
+        ),
         Err(e) => Err(ApiError::new(
             500,
             format!("{} failed: {e}", scheduler.name),

@@ -26,7 +26,16 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
         created["id"],
         session.username
     );
-    Ok(Resp::json(201, &created))
+    let id = created["id"].as_str().unwrap_or_default().to_owned();
+    let summary = format!(
+        "Silence {id} created until {}: {}",
+        created["endsAt"].as_str().unwrap_or("?"),
+        created["comment"]
+            .as_str()
+            .unwrap_or_default()
+            .escape_debug()
+    );
+    Ok(Resp::json(201, &created).audited("silence.created", format!("silence {id}"), summary))
 }
 
 pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
@@ -35,5 +44,9 @@ pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiRes
         return Err(ApiError::not_found("Silence not found"));
     }
     log::info!("Silence {id} ended by \"{}\"", session.username);
-    Ok(Resp::ok(&json!({ "success": true })))
+    Ok(Resp::ok(&json!({ "success": true })).audited(
+        "silence.deleted",
+        format!("silence {id}"),
+        format!("Silence {id} ended"),
+    ))
 }

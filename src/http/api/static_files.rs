@@ -106,6 +106,7 @@ pub fn serve(req: &Req) -> Resp {
         },
         content_type: content_type(path),
         after_sent: None,
+        audit: None,
     }
 }
 

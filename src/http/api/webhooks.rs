@@ -17,6 +17,19 @@ fn spec(app: &App, req: &Req) -> Result<store::WebhookSpec, ApiError> {
     Ok(spec)
 }
 
+/// What the audit log says of a webhook: its name, method and where it goes,
+/// the URL masked past the host (Slack-style URLs carry their secret in the
+/// path), and never its headers (which carry tokens).
+fn described(spec: &store::WebhookSpec) -> String {
+    format!(
+        "\"{}\" ({} {}, {})",
+        spec.name.escape_debug(),
+        spec.method,
+        crate::config::heartbeat::mask_url(&spec.url),
+        if spec.enabled { "on" } else { "off" }
+    )
+}
+
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     let hooks: Vec<_> = store::list(&app.db)?
         .iter()
@@ -32,7 +45,12 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
         hook.spec.name,
         session.username
     );
-    Ok(Resp::json(201, &hook.to_json()))
+    let summary = format!("Webhook {} created", described(&hook.spec));
+    Ok(Resp::json(201, &hook.to_json()).audited(
+        "webhook.created",
+        format!("webhook {}", hook.id),
+        summary,
+    ))
 }
 
 pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResult {
@@ -45,7 +63,12 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
                 hook.spec.name,
                 session.username
             );
-            Ok(Resp::ok(&hook.to_json()))
+            let summary = format!("Webhook {} changed", described(&hook.spec));
+            Ok(Resp::ok(&hook.to_json()).audited(
+                "webhook.updated",
+                format!("webhook {id}"),
+                summary,
+            ))
         }
         None => Err(ApiError::not_found("Webhook not found")),
     }
@@ -53,11 +76,19 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
 
 pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.last().copied().unwrap_or_default();
+    let name = store::get(&app.db, id)?.map(|h| h.spec.name);
     if !store::delete(&app.db, id)? {
         return Err(ApiError::not_found("Webhook not found"));
     }
     log::info!("Webhook {id} deleted by \"{}\"", session.username);
-    Ok(Resp::ok(&json!({ "success": true })))
+    Ok(Resp::ok(&json!({ "success": true })).audited(
+        "webhook.deleted",
+        format!("webhook {id}"),
+        format!(
+            "Webhook \"{}\" deleted",
+            name.unwrap_or_default().escape_debug()
+        ),
+    ))
 }
 
 /// `POST /api/v1/webhooks/test`: renders the sample event, sends it once, records
@@ -70,13 +101,23 @@ pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     let rendered = delivery::render(&spec, &ctx)
         .map_err(|e| ApiError::bad_request(format!("bodyTemplate: {e}")))?;
     let attempt = delivery::send(&spec, &rendered, &app.config.webhooks.allowed_networks);
+    let summary = format!(
+        "Test sent for webhook {}: {}",
+        described(&spec),
+        match (attempt.ok(), attempt.status) {
+            (true, Some(s)) => format!("answered {s}"),
+            (false, Some(s)) => format!("refused with {s}"),
+            _ => "no answer".to_owned(),
+        }
+    );
     Ok(Resp::ok(&json!({
         "ok": attempt.ok(),
         "status": attempt.status,
         "error": attempt.error,
         "body": rendered.body,
         "response": attempt.response,
-    })))
+    }))
+    .audited("webhook.tested", "webhook test", summary))
 }
 
 /// `GET /api/v1/webhooks/templates`: ready-made webhooks for common receivers.
