@@ -451,6 +451,10 @@ fn parse_settings(
                 format!("settings.{key}"),
                 format!("\"{value}\" is not a non-negative whole number"),
             ));
+        } else {
+            let n = value.parse::<u64>().unwrap_or(u64::MAX);
+            crate::config::settings::bounded(key, n)
+                .map_err(|m| ConfigError::new(format!("settings.{key}"), m))?;
         }
         out.insert(key.to_owned(), Value::String(value));
     }

@@ -77,6 +77,29 @@ pub fn format_overrides(overrides: &BTreeMap<String, Override>) -> String {
         .join(",")
 }
 
+/// The largest value a numeric setting takes: ten years of hours for an
+/// interval, a hundred years of days for a retention, a billion for a count.
+/// Beyond them the schedulers' date arithmetic would overflow (a stored value
+/// of 2^41 hours stopped the server).
+pub fn largest(key: &str) -> u64 {
+    if key.ends_with("_hours") {
+        87_600
+    } else if key.ends_with("_days") {
+        36_500
+    } else {
+        1_000_000_000
+    }
+}
+
+/// A numeric setting's value, within [`largest`]; the message otherwise.
+pub fn bounded(key: &str, n: u64) -> Result<u64, String> {
+    let max = largest(key);
+    if n > max {
+        return Err(format!("must be at most {max}"));
+    }
+    Ok(n)
+}
+
 fn whole_number(v: &Value) -> Option<String> {
     match v {
         Value::Number(n) => n.as_u64().map(|n| n.to_string()),
@@ -108,7 +131,13 @@ pub fn validate_update(body: &Map<String, Value>) -> Result<Map<String, Value>, 
                     "must be a non-negative whole number".to_owned(),
                 )
             })?;
-            Value::String(n)
+            let n = n.parse::<u64>().map_err(|_| {
+                (
+                    key.clone(),
+                    "must be a non-negative whole number".to_owned(),
+                )
+            })?;
+            Value::String(bounded(key, n).map_err(|m| (key.clone(), m))?.to_string())
         } else if key == OVERRIDES_KEY {
             let text = match value {
                 Value::String(s) => s.as_str(),
@@ -157,8 +186,8 @@ impl Settings {
             .read()
             .get(key)
             .and_then(whole_number)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(default)
+            .and_then(|s| s.parse::<u64>().ok())
+            .map_or(default, |n| n.min(largest(key)))
     }
 
     /// Applies validated values.
@@ -222,6 +251,27 @@ mod tests {
 
     #[test]
     fn update_rules() {
+        // Bounded: beyond these the schedulers' date arithmetic overflowed.
+        for (key, over) in [
+            ("token_cleanup_interval_hours", json!("2562047788016")),
+            ("notification_retention_days", json!(106_751_991_168_u64)),
+            (
+                "notification_retention_count",
+                json!("99999999999999999999999"),
+            ),
+        ] {
+            let err = validate_update(json!({ key: over }).as_object().unwrap()).unwrap_err();
+            assert_eq!(err.0, key);
+        }
+        assert_eq!(
+            validate_update(
+                json!({"token_cleanup_interval_hours": 87_600})
+                    .as_object()
+                    .unwrap()
+            )
+            .unwrap()["token_cleanup_interval_hours"],
+            "87600"
+        );
         let ok = validate_update(json!({"token_retention_days": 7, "notification_retention_count": "12", "my_key": {"a": 1}}).as_object().unwrap()).unwrap();
         assert_eq!(ok["token_retention_days"], "7");
         assert_eq!(ok["notification_retention_count"], "12");
