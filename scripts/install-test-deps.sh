@@ -5,8 +5,10 @@
 # chromium-driver for the dashboard's browser tests (tests/browser), prometheus
 # (with promtool) for the metrics tests, binutils and systemd for the tarball test,
 # debootstrap, file and qemu-user-static for the static tarballs' tests (a Debian 11
-# root, the aarch64 binaries); then, through scripts/install-static-deps.sh, the
-# musl targets, Zig and cargo-zigbuild for the static builds.
+# root, the aarch64 binaries); schemathesis and openapi-spec-validator (PyPI, in
+# target/contract-venv) for the OpenAPI contract tests; then, through
+# scripts/install-static-deps.sh, the musl targets, Zig and cargo-zigbuild for the
+# static builds.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
 set -euo pipefail
 
@@ -38,6 +40,30 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing ${missing[*]}..."
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The contract tier (tests/server/contract.rs): schemathesis and openapi-spec-validator
+# from PyPI, pinned, in a venv of their own under target/ (Debian's python3 is
+# "externally managed"); test-support/src/tier.rs looks for it there. Needs
+# python3 with venv and pip (Debian: python3-venv, python3-pip).
+root="$(cd "$(dirname "$0")/.." && pwd)"
+venv="$root/target/contract-venv"
+contract_pins=(schemathesis==4.32.5 openapi-spec-validator==0.9.0)
+if ! "$venv/bin/python" -c 'import schemathesis, openapi_spec_validator' >/dev/null 2>&1; then
+  # Debian's python3 makes a venv (with pip in it) only with python3-venv.
+  if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+    if [ "$(id -u)" -ne 0 ]; then
+      echo "scripts/install-test-deps.sh: needs python3-venv and python3-pip (apt-get install python3-venv python3-pip)" >&2
+      exit 1
+    fi
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-venv python3-pip >/dev/null
+  fi
+  echo "Installing ${contract_pins[*]} into $venv..."
+  rm -rf "$venv"
+  mkdir -p "$root/target"
+  python3 -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${contract_pins[@]}"
 fi
 
 # The static (musl) builds: scripts/package, scripts/demo, scripts/host-guide.

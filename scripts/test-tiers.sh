@@ -3,12 +3,12 @@
 # figures in doc/testing.md. Together they are every test scripts/test.sh runs
 # (which runs them in one cargo invocation instead); run as root after
 # scripts/install-test-deps.sh. Usage: scripts/test-tiers.sh [TIER...]
-# TIER: quick lab browser node packaging prometheus (default: all, in that order).
+# TIER: quick lab browser node packaging prometheus contract (default: all, in that order).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tiers=("$@")
-[ ${#tiers[@]} -gt 0 ] || tiers=(quick lab browser node packaging prometheus)
+[ ${#tiers[@]} -gt 0 ] || tiers=(quick lab browser node packaging prometheus contract)
 
 # One build serves every opted-in tier: the features only decide what is ignored.
 all=(--workspace --all-targets --features test-all)
@@ -23,7 +23,8 @@ run_tier() {
     node) cargo test "${all[@]}" -p vrrp-monitor --test server -- oidc:: ;;
     packaging) cargo test "${all[@]}" -p vrrp-monitor --test server -- static_tarballs:: package:: ;;
     prometheus) cargo test "${all[@]}" -p vrrp-monitor --test server -- metrics:: ;;
-    *) echo "unknown tier $1 (quick lab browser node packaging prometheus)" >&2; return 2 ;;
+    contract) cargo test "${all[@]}" -p vrrp-monitor --test server -- contract:: ;;
+    *) echo "unknown tier $1 (quick lab browser node packaging prometheus contract)" >&2; return 2 ;;
   esac
 }
 

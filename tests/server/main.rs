@@ -6,6 +6,7 @@ mod agents;
 mod auth;
 mod backup;
 mod config;
+mod contract;
 mod dashboard;
 mod fault_causes;
 mod first_sighting;
