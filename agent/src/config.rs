@@ -96,6 +96,8 @@ pub struct Config {
     /// open until that many are registered; at 1 nothing differs from before.
     pub max_servers: usize,
     pub tls: Option<(PathBuf, PathBuf)>,
+    /// The `actions` block: host actions (drain), off without `drainFile`.
+    pub actions: crate::actions::ActionsConfig,
     pub registration_secret: Option<Secret>,
     pub container: bool,
     /// `clientId` / `authToken` found in an older config: to be migrated to identity.json.
@@ -323,6 +325,7 @@ pub fn load(
                 agent_dir.join("data")
             }
         });
+    let actions = crate::actions::config_block(m.get("actions"), &data_dir).map_err(fail)?;
     let proc_dir = env
         .get("SVC_PROC_DIR")
         .filter(|s| !s.is_empty())
@@ -345,6 +348,7 @@ pub fn load(
         enable_register_page,
         max_servers,
         tls,
+        actions,
         registration_secret,
         container,
         legacy_identity,
@@ -654,6 +658,7 @@ mod tests {
         assert_eq!(c.config_path, Path::new(DEFAULT_CONFIG));
         assert_eq!(c.log_level, LogLevel::Info);
         assert_eq!(c.log_format, LogFormat::Pretty);
+        assert_eq!(c.actions.drain_file, None, "actions are opt-in");
         assert!(l.warnings.is_empty());
     }
 
@@ -724,6 +729,7 @@ mod tests {
         )
         .contains("cannot read"));
         assert!(err(&[], "serverUrl: ftp://x\n").contains("serverUrl"));
+        assert!(err(&[], "actions:\n  drainFile: drain\n").contains("actions.drainFile"));
         assert!(err(&[], "[1, 2]\n").contains("mapping"));
         assert!(err(&[], "a: [\n").contains("does not parse"));
     }

@@ -8,9 +8,11 @@
 //! [`reader`] (the reader thread and change detection), [`store`] (the data
 //! directory, the event queue and its persistence), [`connection`] (the session
 //! with the server, inbound or outbound), [`registration`] (registering with a
-//! server, the setup PIN), [`web`] (the local web server); beside them start-up,
+//! server, the setup PIN), [`web`] (the local web server), [`actions`] (the server's
+//! host actions: draining through keepalived's `track_file`); beside them start-up,
 //! configuration, logging, the clock and fatal errors.
 
+pub mod actions;
 pub mod cli;
 pub mod clock;
 pub mod config;

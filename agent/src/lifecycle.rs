@@ -507,6 +507,22 @@ fn start_reading(
     let poll = (config.keepalived.poll_interval_secs > 0.0)
         .then(|| Duration::from_secs_f64(config.keepalived.poll_interval_secs));
     let prober = keepalived::Prober::new(config.keepalived.clone(), config.proc_dir.clone());
+    let drain = match &config.actions.drain_file {
+        Some(file) => {
+            log::info!(
+                "Host actions on: the server may drain this host through {}",
+                file.display()
+            );
+            Some(crate::actions::Drainer::open(
+                file.clone(),
+                &config.data_dir,
+            ))
+        }
+        None => {
+            log::info!("Host actions off (no actions.drainFile): every action is refused");
+            None
+        }
+    };
     let reader = match reader::spawn_with(
         reader_tx,
         reader_rx,
@@ -521,6 +537,7 @@ fn start_reading(
                 let slots = slots.clone();
                 Box::new(move |n| slots.note(n))
             }),
+            drain,
         },
     ) {
         Ok(r) => r,

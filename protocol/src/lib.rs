@@ -9,11 +9,13 @@
 //! vocabulary in [`messages`], and the [`Clock`] trait each binary implements): no
 //! I/O, no reading of a clock, no logging.
 
+pub mod actions;
 pub mod clock;
 pub mod fingerprint;
 pub mod log_level;
 pub mod messages;
 
+pub use actions::{DrainState, HostAction, HostActionResult};
 pub use clock::Clock;
 pub use fingerprint::AuthPassword;
 pub use log_level::LogLevel;
@@ -418,6 +420,10 @@ pub struct KeepalivedState {
         deserialize_with = "lenient"
     )]
     pub last_known_instances: Option<Vec<VrrpInstance>>,
+    /// Whether the host is drained through its drain file ([`actions`]); absent when
+    /// the agent's actions are disabled (and from agents older than actions).
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "lenient")]
+    pub drain: Option<DrainState>,
     /// Fields this build does not know, kept as they came (the server stores and
     /// rebroadcasts them: a newer agent's fields survive an older server).
     #[serde(flatten)]
@@ -559,7 +565,7 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// A field of the wrong type (a string where a number belongs, from a broken or
 /// hostile sender) reads as its default rather than failing the whole reading.
-fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
+pub(crate) fn lenient<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: serde::de::DeserializeOwned + Default,

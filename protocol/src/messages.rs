@@ -31,6 +31,10 @@ pub mod kind {
     pub const REGISTRATION_FAILURE: &str = "REGISTRATION_FAILURE";
     /// Server to dashboards: the client list.
     pub const CLIENTS_UPDATE: &str = "CLIENTS_UPDATE";
+    /// Server to agent: drain or undrain the host (`vrrp_protocol::HostAction`).
+    pub const HOST_ACTION: &str = "HOST_ACTION";
+    /// Agent to server: the answer to a HOST_ACTION (`vrrp_protocol::HostActionResult`).
+    pub const HOST_ACTION_RESULT: &str = "HOST_ACTION_RESULT";
 }
 
 /// WebSocket close codes the spec's error tables name.

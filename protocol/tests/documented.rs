@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use vrrp_protocol::{ActivityAck, ActivityBatch, Reading};
+use vrrp_protocol::{ActivityAck, ActivityBatch, HostAction, HostActionResult, Reading};
 
 fn path(relative: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(relative)
@@ -332,6 +332,22 @@ fn json_examples_are_what_the_wire_types_make_of_them() {
             "ACTIVITY_ACK" => serde_json::from_value::<ActivityAck>(payload.clone())
                 .ok()
                 .and_then(|a| serde_json::to_value(a).ok()),
+            "HOST_ACTION" => serde_json::from_value::<HostAction>(payload.clone())
+                .ok()
+                .and_then(|a| serde_json::to_value(a).ok()),
+            "HOST_ACTION_RESULT" => {
+                match serde_json::from_value::<HostActionResult>(payload.clone()) {
+                    Ok(r) if !r.drain.extra.is_empty() => {
+                        problems.push(format!(
+                            "line {line}: HOST_ACTION_RESULT example's drain has fields \
+                             vrrp_protocol::DrainState does not know: {:?}",
+                            r.drain.extra.keys().collect::<Vec<_>>()
+                        ));
+                        serde_json::to_value(r).ok()
+                    }
+                    r => r.ok().and_then(|r| serde_json::to_value(r).ok()),
+                }
+            }
             _ => continue,
         };
         if again.as_ref() != Some(payload) {
@@ -366,6 +382,9 @@ fn unknown_fields(r: &Reading) -> Vec<String> {
     }
     for g in &r.sync_groups {
         out.extend(g.extra.keys().map(|k| format!("syncGroups[].{k}")));
+    }
+    if let Some(d) = &r.drain {
+        out.extend(d.extra.keys().map(|k| format!("drain.{k}")));
     }
     out
 }

@@ -563,6 +563,7 @@ impl Conn {
                     Err(e) => return Err(format!("send failed: {e}")),
                 },
                 Action::Read(src) => self.d.trigger.fire(src),
+                Action::Host { token, request } => self.d.trigger.act(token, request),
                 Action::Close(why) => {
                     let _ = ws.close(None);
                     let _ = ws.flush();
@@ -620,7 +621,9 @@ impl Conn {
                 }
             }
             for n in inbox.notes.try_iter() {
-                let a = s.on_reading(&n.reading, &n.sources, &ctx(&clock));
+                // A host action's answer goes just before the reading that shows it.
+                let mut a = s.on_action_results(&n.actions);
+                a.extend(s.on_reading(&n.reading, &n.sources, &ctx(&clock)));
                 if let Err(e) = self.execute(&mut ws, a) {
                     return End::Closed(e);
                 }

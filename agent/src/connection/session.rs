@@ -7,8 +7,14 @@
 //! and this server's fingerprint key: each reading is sent with its passwords'
 //! fingerprints under that key (`fingerprint`), made as it goes out. Incoming messages
 //! go through one type-to-handler table (`HANDLERS`); an unknown type is dropped.
+//!
+//! HOST_ACTION is handed to the reader thread (`Action::Host`, under a token this
+//! session keeps); its HOST_ACTION_RESULT comes back with the reading taken after it
+//! and goes out just before that reading, to this session only. A HOST_ACTION
+//! without an id the agent can echo is dropped like any other malformed message.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +23,7 @@ use serde_json::{json, Value};
 use vrrp_protocol::{kind, ActivityAck, ActivityEvent, Reading};
 
 use super::fingerprint::{self, FingerprintKey};
+use crate::actions::ActionDone;
 use crate::reader::TriggerSource;
 
 pub const PING_DEADLINE: Duration = Duration::from_secs(35);
@@ -57,6 +64,9 @@ pub enum Action {
     Send(String),
     /// Ask the reader for a reading; it arrives later through `on_reading`.
     Read(TriggerSource),
+    /// Hand a HOST_ACTION's payload to the reader; its answer arrives later through
+    /// `on_action_results` under `token`.
+    Host { token: u64, request: Value },
     /// End the connection (the ladder takes over).
     Close(String),
 }
@@ -91,7 +101,12 @@ pub struct Ctx<'a> {
 pub const HANDLERS: &[(&str, Handler)] = &[
     (kind::REQUEST_STATE_UPDATE, Session::request_state_update),
     (kind::ACTIVITY_ACK, Session::activity_ack),
+    (kind::HOST_ACTION, Session::host_action),
 ];
+
+/// Tokens of host actions, unique in the process (every server's session draws here,
+/// and every answer reaches every connection).
+static NEXT_TOKEN: AtomicU64 = AtomicU64::new(1);
 
 pub struct Session {
     last_ping: Instant,
@@ -102,6 +117,8 @@ pub struct Session {
     offered: HashMap<String, Instant>,
     /// The key this session's server sent in AUTH_SUCCESS, if any.
     fingerprint_key: Option<FingerprintKey>,
+    /// Host actions this session's server asked for whose answer has not come yet.
+    pending_actions: HashSet<u64>,
 }
 
 impl Session {
@@ -122,6 +139,7 @@ impl Session {
             resend_asked: None,
             offered: HashMap::new(),
             fingerprint_key,
+            pending_actions: HashSet::new(),
         };
         let mut out = vec![Action::Read(TriggerSource::Connection)];
         out.extend(s.offer(ctx));
@@ -151,6 +169,34 @@ impl Session {
         vec![Action::Read(TriggerSource::ServerRequest)]
     }
 
+    fn host_action(&mut self, payload: &Value, _: &Ctx) -> Vec<Action> {
+        if vrrp_protocol::actions::request_id(payload).is_none() {
+            log::debug!("HOST_ACTION without an id to answer to; dropped");
+            return Vec::new();
+        }
+        let token = NEXT_TOKEN.fetch_add(1, Ordering::Relaxed);
+        self.pending_actions.insert(token);
+        vec![Action::Host {
+            token,
+            request: payload.clone(),
+        }]
+    }
+
+    /// Host actions were carried out: the answers to this session's own requests go
+    /// out (those of another server's session are not this one's).
+    pub fn on_action_results(&mut self, done: &[ActionDone]) -> Vec<Action> {
+        done.iter()
+            .filter(|d| self.pending_actions.remove(&d.token))
+            .filter_map(|d| match serde_json::to_value(&d.result) {
+                Ok(v) => Some(Action::Send(envelope(kind::HOST_ACTION_RESULT, v))),
+                Err(e) => {
+                    log::error!("host action result cannot be encoded: {e}");
+                    None
+                }
+            })
+            .collect()
+    }
+
     fn activity_ack(&mut self, payload: &Value, ctx: &Ctx) -> Vec<Action> {
         let ack: ActivityAck = match serde_json::from_value(payload.clone()) {
             Ok(a) => a,
@@ -170,7 +216,8 @@ impl Session {
         Vec::new()
     }
 
-    /// A reading finished (whatever triggered it). Sent when asked for, when it differs
+    /// A reading finished (whatever triggered it). Sent when asked for (a connection,
+    /// a server's request or host action, the resend), when it differs
     /// from the last one sent apart from counters (its passwords included: they are part
     /// of the shared reading, their fingerprints are not), or when the last one is 30 s
     /// old. New events the reading queued go out with it.
@@ -183,7 +230,10 @@ impl Session {
         let asked = sources.iter().any(|s| {
             matches!(
                 s,
-                TriggerSource::Connection | TriggerSource::ServerRequest | TriggerSource::Resend
+                TriggerSource::Connection
+                    | TriggerSource::ServerRequest
+                    | TriggerSource::Resend
+                    | TriggerSource::HostAction
             )
         });
         if sources.contains(&TriggerSource::Resend) {
@@ -485,6 +535,42 @@ mod tests {
         let (mut plain, _) = Session::start(&t.at(0));
         let out = plain.on_reading(&with("one", 1), &[TriggerSource::Connection], &t.at(0));
         assert_eq!(fp(&out), Some(Value::Null));
+    }
+
+    #[test]
+    fn a_host_action_goes_to_the_reader_and_only_its_own_answer_comes_back() {
+        use vrrp_protocol::HostActionResult;
+        let t = T::new();
+        let (mut s, _) = Session::start(&t.at(0));
+        let ask = json!({"id": "r1", "action": "drain", "reason": "drill", "by": "alice"});
+        let out = s.on_text(&envelope("HOST_ACTION", ask.clone()), &t.at(1));
+        let token = match &out[..] {
+            [Action::Host { token, request }] if *request == ask => *token,
+            other => panic!("{other:?}"),
+        };
+        // No id to answer to: dropped, as any malformed message.
+        for bad in [json!({"action": "drain"}), json!({"id": 7}), json!("drain")] {
+            assert!(s
+                .on_text(&envelope("HOST_ACTION", bad), &t.at(1))
+                .is_empty());
+        }
+        let done = |token| ActionDone {
+            token,
+            result: HostActionResult {
+                id: "r1".into(),
+                ok: true,
+                ..Default::default()
+            },
+        };
+        // Another session's answer is not sent here; this one's once.
+        assert!(s.on_action_results(&[done(token + 1_000_000)]).is_empty());
+        let out = s.on_action_results(&[done(token)]);
+        let sent = sent(&out);
+        assert_eq!(sent.len(), 1);
+        assert_eq!(sent[0].0, "HOST_ACTION_RESULT");
+        assert_eq!(sent[0].1["id"], "r1");
+        assert_eq!(sent[0].1["ok"], true);
+        assert!(s.on_action_results(&[done(token)]).is_empty());
     }
 
     #[test]

@@ -2,6 +2,11 @@
 //! timer. Every trigger (timer, FIFO, notify endpoint, start, later the connection) is a
 //! message on one channel; triggers that arrive while a reading is in flight coalesce into
 //! exactly one further reading.
+//!
+//! It also carries out the server's host actions (`actions`: the drain file), so that
+//! actions and readings take turns: the actions of a batch are done first, then its one
+//! reading is taken (carrying the drain, as every reading does while actions are on),
+//! and the answers travel with that reading to the connections (`ReadingNote::actions`).
 
 pub mod events;
 
@@ -11,8 +16,10 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::RwLock;
+use serde_json::Value;
 use vrrp_protocol::{Reading, VrrpState};
 
+use crate::actions::{ActionDone, Drainer};
 use crate::keepalived::Prober;
 use crate::store::persist::PersistHandle;
 use crate::store::queue::ActivityQueue;
@@ -29,6 +36,8 @@ pub enum TriggerSource {
     ServerRequest,
     /// The connection's "at least every 30 s" resend.
     Resend,
+    /// A server's HOST_ACTION was carried out: the reading shows its effect.
+    HostAction,
 }
 
 /// Every finished reading, with what triggered it, for the connection.
@@ -36,6 +45,9 @@ pub enum TriggerSource {
 pub struct ReadingNote {
     pub reading: Arc<Reading>,
     pub sources: Vec<TriggerSource>,
+    /// The host actions carried out just before this reading, each for the
+    /// connection that holds its token.
+    pub actions: Vec<ActionDone>,
 }
 
 /// Messages to the reader.
@@ -46,6 +58,13 @@ pub enum ReaderMsg {
         /// When the trigger fired: the latency of a reading is measured from here.
         at: Instant,
         reply: Option<Sender<Arc<Reading>>>,
+    },
+    /// Carry out a server's HOST_ACTION (`request`, its payload), then take a reading;
+    /// the answer goes out with that reading's note under `token`.
+    Act {
+        token: u64,
+        request: Value,
+        at: Instant,
     },
     Stop,
 }
@@ -66,6 +85,15 @@ impl Trigger {
             source,
             at: Instant::now(),
             reply: None,
+        });
+    }
+
+    /// Asks for a host action (a HOST_ACTION's payload) and the reading after it.
+    pub fn act(&self, token: u64, request: Value) {
+        let _ = self.tx.send(ReaderMsg::Act {
+            token,
+            request,
+            at: Instant::now(),
         });
     }
 
@@ -142,6 +170,8 @@ pub struct Reader {
     pub status: SharedStatus,
     pub poll: Option<Duration>,
     pub observer: Option<Observer>,
+    /// The drain file's keeper; `None`: actions are disabled (each is refused).
+    pub drain: Option<Drainer>,
 }
 
 /// Starts the reader thread on a channel made beforehand (the web server's notify
@@ -167,6 +197,8 @@ pub fn spawn_with(
 struct Batch {
     sources: Vec<TriggerSource>,
     replies: Vec<Sender<Arc<Reading>>>,
+    /// Host actions to carry out before the reading, with their tokens.
+    actions: Vec<(u64, Value)>,
     /// The earliest trigger: a reading's latency is measured from here.
     first_at: Option<Instant>,
     stop: bool,
@@ -178,6 +210,7 @@ fn coalesce(messages: impl Iterator<Item = ReaderMsg>) -> Batch {
     let mut batch = Batch {
         sources: Vec::new(),
         replies: Vec::new(),
+        actions: Vec::new(),
         first_at: None,
         stop: false,
     };
@@ -187,6 +220,13 @@ fn coalesce(messages: impl Iterator<Item = ReaderMsg>) -> Batch {
                 batch.first_at = Some(batch.first_at.map_or(at, |f| f.min(at)));
                 batch.sources.push(source);
                 batch.replies.extend(reply);
+            }
+            ReaderMsg::Act { token, request, at } => {
+                batch.first_at = Some(batch.first_at.map_or(at, |f| f.min(at)));
+                if !batch.sources.contains(&TriggerSource::HostAction) {
+                    batch.sources.push(TriggerSource::HostAction);
+                }
+                batch.actions.push((token, request));
             }
             ReaderMsg::Stop => batch.stop = true,
         }
@@ -220,6 +260,18 @@ impl Reader {
             if stop {
                 return;
             }
+            let actions: Vec<ActionDone> = batch
+                .actions
+                .iter()
+                .map(|(token, request)| ActionDone {
+                    token: *token,
+                    result: crate::actions::answer(
+                        self.drain.as_mut(),
+                        request,
+                        chrono::Utc::now(),
+                    ),
+                })
+                .collect();
             log::debug!("reading keepalived (triggers: {sources:?})");
             last_start = Instant::now();
             let reading = Arc::new(self.read_once(first_at.unwrap_or(last_start)));
@@ -227,14 +279,19 @@ impl Reader {
                 let _ = r.send(reading.clone());
             }
             if let Some(o) = &self.observer {
-                o(ReadingNote { reading, sources });
+                o(ReadingNote {
+                    reading,
+                    sources,
+                    actions,
+                });
             }
         }
     }
 
     fn read_once(&mut self, triggered: Instant) -> Reading {
         let t0 = Instant::now();
-        let reading = self.prober.read();
+        let mut reading = self.prober.read();
+        reading.drain = self.drain.as_mut().map(Drainer::state);
         let took = t0.elapsed();
         let since_trigger = triggered.elapsed();
         let (evs, baseline) = events::detect(self.baseline.as_ref(), &reading);
@@ -350,6 +407,38 @@ mod tests {
             .into_iter(),
         );
         assert!(with_stop.stop);
+    }
+
+    #[test]
+    fn host_actions_waiting_during_a_reading_are_done_before_the_one_more() {
+        let t0 = Instant::now();
+        let batch = coalesce(
+            [
+                ReaderMsg::Act {
+                    token: 1,
+                    request: serde_json::json!({"id": "a"}),
+                    at: t0,
+                },
+                ReaderMsg::Read {
+                    source: TriggerSource::Poll,
+                    at: t0,
+                    reply: None,
+                },
+                ReaderMsg::Act {
+                    token: 2,
+                    request: serde_json::json!({"id": "b"}),
+                    at: t0,
+                },
+            ]
+            .into_iter(),
+        );
+        let tokens: Vec<u64> = batch.actions.iter().map(|(t, _)| *t).collect();
+        assert_eq!(tokens, [1, 2], "both, in order");
+        assert_eq!(
+            batch.sources,
+            [TriggerSource::HostAction, TriggerSource::Poll],
+            "one reading, sent because it was asked for"
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! under `SVC_PROC_DIR`); its stderr goes to `stderr.log` beside the config.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
@@ -19,14 +19,37 @@ impl Agent {
     /// Writes `config` and starts the agent with `env` (plus a private data dir, an
     /// empty process table and a free port unless given).
     pub fn start(config: &str, env: &[(&str, &str)]) -> Agent {
+        Agent::start_prepared(config, env, None, |_| {})
+    }
+
+    /// As `start`, with `prepare` run on the agent's folder first (a data directory
+    /// to start from, files beside it), and with `umask` set the agent runs under it
+    /// (systemd's unit gives it 077).
+    pub fn start_prepared(
+        config: &str,
+        env: &[(&str, &str)],
+        umask: Option<u32>,
+        prepare: impl FnOnce(&Path),
+    ) -> Agent {
         let dir = tempfile::tempdir().unwrap();
         let proc_dir = dir.path().join("proc");
         fs::create_dir_all(proc_dir.join("1")).unwrap();
         fs::write(proc_dir.join("1/comm"), "init\n").unwrap();
         let cfg = dir.path().join("config.yaml");
         fs::write(&cfg, config).unwrap();
+        prepare(dir.path());
         let port = free_port();
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_vrrp-agent"));
+        let bin = env!("CARGO_BIN_EXE_vrrp-agent");
+        let mut cmd = match umask {
+            None => Command::new(bin),
+            Some(mask) => {
+                let mut c = Command::new("/bin/sh");
+                c.arg("-c")
+                    .arg(format!("umask {mask:03o} && exec \"$0\""))
+                    .arg(bin);
+                c
+            }
+        };
         cmd.env_clear()
             .env("SVC_CLIENT_CONFIG", &cfg)
             .env("SVC_CLIENT_DATA_DIR", dir.path().join("data"))

@@ -147,6 +147,7 @@ fn each_server_gets_its_own_fingerprint_and_an_older_server_none() {
         c.inbox.note(ReadingNote {
             reading: changed.clone(),
             sources: vec![TriggerSource::Poll],
+            actions: Vec::new(),
         });
     }
     let ua2 = a.msg("KEEPALIVED_UPDATE");
@@ -168,6 +169,7 @@ fn each_server_gets_its_own_fingerprint_and_an_older_server_none() {
         c.inbox.note(ReadingNote {
             reading: changed.clone(),
             sources: vec![TriggerSource::Poll],
+            actions: Vec::new(),
         });
     }
     a.expect_no_msg("KEEPALIVED_UPDATE");

@@ -39,6 +39,7 @@ pub fn reader(
                 inbox.note(ReadingNote {
                     reading: next(),
                     sources: vec![source],
+                    actions: Vec::new(),
                 });
             }
         }
@@ -348,20 +349,31 @@ impl FakeServer {
 
     /// With `tls`, every connection is a TLS server (rustls) before the upgrade.
     pub fn start_with(mode: FakeMode, tls: Option<Arc<rustls::ServerConfig>>) -> FakeServer {
-        FakeServer::spawn(mode, tls, json!({"clientId": "c1", "lastSyncTime": null}))
+        FakeServer::spawn("127.0.0.1", mode, tls, FakeServer::auth_success())
     }
 
     /// Answers AUTH with an AUTH_SUCCESS whose payload is `auth_success`.
     pub fn answering(auth_success: Value) -> FakeServer {
-        FakeServer::spawn(FakeMode::Auth, None, auth_success)
+        FakeServer::spawn("127.0.0.1", FakeMode::Auth, None, auth_success)
+    }
+
+    /// Listens on `address` (a free port of it) rather than loopback: a lab host
+    /// reaches the switch namespace's 203.0.113.254.
+    pub fn start_on(address: &str, mode: FakeMode) -> FakeServer {
+        FakeServer::spawn(address, mode, None, FakeServer::auth_success())
+    }
+
+    fn auth_success() -> Value {
+        json!({"clientId": "c1", "lastSyncTime": null})
     }
 
     fn spawn(
+        address: &str,
         mode: FakeMode,
         tls: Option<Arc<rustls::ServerConfig>>,
         auth_success: Value,
     ) -> FakeServer {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let l = TcpListener::bind((address, 0)).unwrap();
         let port = l.local_addr().unwrap().port();
         let mode = Arc::new(Mutex::new(mode));
         let (tx, seen) = crossbeam_channel::unbounded();
