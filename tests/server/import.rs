@@ -367,6 +367,20 @@ fn every_kind_comes_over_and_agents_users_and_webhooks_work_after_it() {
         .filter_map(|c| c["hostname"].as_str())
         .collect();
     assert_eq!(names.len(), 2, "{:?}", me.body);
+    // Imported users were administrators (everyone was, in the original); the
+    // import left one audit entry, from the command line, without a secret.
+    assert_eq!(
+        server.get("/api/v1/me", Auth::Cookie(&cookie)).body["role"],
+        "admin"
+    );
+    let audit = server.get("/api/v1/audit?action=import.done", Auth::Cookie(&cookie));
+    let entries = audit.body["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{}", audit.body);
+    assert_eq!(
+        (entries[0]["via"].as_str(), entries[0]["sourceIp"].clone()),
+        (Some("cli"), Value::Null)
+    );
+    assert!(!audit.body.to_string().contains(INBOUND_TOKEN));
     server.stop();
 }
 
