@@ -227,6 +227,7 @@ pub fn run(
         activity: activity.clone(),
         clients_changed: clients_changed.clone(),
         evaluator: Arc::new(evaluate.clone()),
+        actions: Arc::default(),
         fingerprint_key: crate::agents::session::fingerprint_key(&config.jwt_secret).into(),
     };
     let outbound = start_dialling(&config, session.clone(), &shutdown)?;
@@ -249,7 +250,22 @@ pub fn run(
     )
     .map_err(|e| FatalError(format!("Cannot start the heartbeat thread: {e}")))?;
 
+    // A drill cut by the last stop is failed, saying which host to check.
+    match crate::drills::store::interrupted(&db, clock.utc()) {
+        Ok(cut) => {
+            for d in cut {
+                log::warn!(
+                    "Drill {} of {} was cut by the last stop: check that {} is undrained",
+                    d.id,
+                    d.cluster,
+                    d.old_master.as_deref().unwrap_or("its old master")
+                );
+            }
+        }
+        Err(e) => log::error!("Cannot read the drills: {e}"),
+    }
     let app = Arc::new(App {
+        drills: Arc::default(),
         sessions: SessionKeys::new(&config.jwt_secret, config.jwt_expires_in),
         login_limiter: RateLimiter::login(),
         oidc,

@@ -15,6 +15,7 @@ pub mod clock;
 pub mod clusters;
 pub mod config;
 pub mod db;
+pub mod drills;
 pub mod ha;
 pub mod heartbeat;
 pub mod http;

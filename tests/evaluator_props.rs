@@ -190,6 +190,7 @@ fn view_of(i: usize, h: &Host) -> HostView {
         }))
         .expect("an instance")],
         read_at: Some(iso(h.read_at)),
+        drain: None,
     }
 }
 

@@ -280,6 +280,7 @@ fn evaluator(args: &[String]) -> Result<(), String> {
                     ..Default::default()
                 }],
                 read_at: Some(vrrp_monitor::clock::iso(start)),
+                drain: None,
             }
         })
         .collect();

@@ -270,6 +270,50 @@ pub fn compose(
             ),
             None,
         ),
+        "cluster.drill_finished" => {
+            let d = &data["drill"];
+            let status = text(d, &["status"]).unwrap_or("finished");
+            let old = text(d, &["oldMaster"]).unwrap_or("the master");
+            let head = match status {
+                "passed" => format!(
+                    "Failover drill on {} passed: {} took over from {old}{}.",
+                    cluster_name(data),
+                    text(d, &["newMaster"]).unwrap_or("a backup"),
+                    num(d, &["takeoverMs"]).map(|ms| format!(" in {ms} ms")).unwrap_or_default()
+                ),
+                "rolled_back" => format!(
+                    "Failover drill on {} rolled back: no member took over from {old}; it was undrained at once.",
+                    cluster_name(data)
+                ),
+                other => format!("Failover drill on {} {other}.", cluster_name(data)),
+            };
+            let findings: Vec<&str> = d["findings"]
+                .as_array()
+                .map_or_else(Vec::new, |f| f.iter().filter_map(Value::as_str).collect());
+            (head, (!findings.is_empty()).then(|| findings.join(" ")))
+        }
+        "client.drained" => (
+            format!(
+                "{} was drained by {}: {}",
+                host.unwrap_or("A host"),
+                text(data, &["by"]).unwrap_or("someone"),
+                text(data, &["reason"])
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or("no reason given")
+            ),
+            Some(
+                "keepalived lowers its priority through the drain file; a backup takes over."
+                    .to_owned(),
+            ),
+        ),
+        "client.undrained" => (
+            format!(
+                "{} was undrained by {}.",
+                host.unwrap_or("A host"),
+                text(data, &["by"]).unwrap_or("someone")
+            ),
+            Some("keepalived restores its priority; with preempt it takes MASTER back.".to_owned()),
+        ),
         "client.registered" => (
             format!(
                 "{} registered.",
@@ -292,8 +336,16 @@ pub fn compose(
             let was = text(data, &["previousMaster"])
                 .map(|p| format!(" (was {p})"))
                 .unwrap_or_default();
+            let planned = if data["planned"] == true {
+                " Planned: a host was drained or undrained."
+            } else {
+                ""
+            };
             (
-                format!("{new} is now MASTER of {}{was}.", cluster_name(data)),
+                format!(
+                    "{new} is now MASTER of {}{was}.{planned}",
+                    cluster_name(data)
+                ),
                 None,
             )
         }

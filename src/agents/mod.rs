@@ -5,6 +5,7 @@
 //! The sockets themselves are served by `http::sessions::agent`; everything an agent
 //! session decides lives here, so that both connection directions share it.
 
+pub mod actions;
 pub mod clients;
 pub mod feed;
 pub mod outbound;

@@ -58,6 +58,12 @@ fn check_shape(obj: &Map<String, Value>) -> Result<(), Malformed> {
             check_sizes(item, &format!("{list}[{i}]"))?;
         }
     }
+    // The drain's reason and who: text an operator reads, bounded like the rest.
+    match obj.get("drain") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(drain)) => check_sizes(drain, "drain")?,
+        Some(_) => return Err(Malformed("drain: not an object".into())),
+    }
     Ok(())
 }
 

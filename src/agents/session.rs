@@ -44,6 +44,8 @@ pub struct SessionHandles {
     pub clients_changed: ClientsChanged,
     /// The `cluster-eval` thread.
     pub evaluator: Arc<dyn AgentObserver>,
+    /// Host actions waiting for their agent's answer.
+    pub actions: Arc<super::actions::HostActions>,
     /// The key every agent of this server fingerprints its VRRP passwords with
     /// (hex, sent in AUTH_SUCCESS; [`fingerprint_key`]).
     pub fingerprint_key: Arc<str>,

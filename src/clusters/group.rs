@@ -27,6 +27,8 @@ pub struct HostView {
     /// The last reading's instances when readable, else the last-known ones.
     pub instances: Vec<VrrpInstance>,
     pub read_at: Option<String>,
+    /// The last reading's drain state (absent while the agent takes no actions).
+    pub drain: Option<vrrp_protocol::DrainState>,
 }
 
 impl HostView {
@@ -52,6 +54,7 @@ impl HostView {
             readable,
             instances,
             read_at: reading.received_at.clone(),
+            drain: reading.drain.clone(),
         }
     }
 }
@@ -249,6 +252,7 @@ pub fn group(hosts: &[HostView]) -> Vec<Cluster> {
                     reporting: h.online && h.readable,
                     instance: inst.clone(),
                     read_at: h.read_at.clone(),
+                    drain: h.drain.clone(),
                 },
                 site: h.site.clone().unwrap_or_default(),
                 vrid,
@@ -422,6 +426,7 @@ pub fn patch_member(member: &mut Member, host: &HostView) {
     member.online = host.online;
     member.reporting = host.online && host.readable;
     member.read_at = host.read_at.clone();
+    member.drain = host.drain.clone();
 }
 
 /// The cluster's addresses and health from its members as they are now.

@@ -3,7 +3,7 @@
 //! cluster (`group`, `readiness`) share it without importing each other.
 
 use std::collections::BTreeSet;
-use vrrp_protocol::VrrpInstance;
+use vrrp_protocol::{DrainState, VrrpInstance};
 
 /// One instance of one host in a cluster; serialises as the API's Member.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -19,6 +19,9 @@ pub struct Member {
     pub instance: VrrpInstance,
     #[serde(skip)]
     pub read_at: Option<String>,
+    /// The host's drain (its reading's `drain`), when its agent takes actions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain: Option<DrainState>,
 }
 
 impl Member {
@@ -28,6 +31,12 @@ impl Member {
 
     pub fn state(&self) -> &str {
         self.instance.state.as_str()
+    }
+
+    /// The host is drained now (a drain or drill, or by hand): a planned
+    /// absence, not a fault.
+    pub fn drained(&self) -> bool {
+        self.drain.as_ref().is_some_and(|d| d.drained)
     }
 
     pub fn vips(&self) -> BTreeSet<String> {

@@ -364,6 +364,7 @@ mod tests {
                 readable: *reporting,
                 instances: vec![serde_json::from_value(json!({ "name": "VI_1", "vrid": 51, "state": state, "vips": if vips.is_empty() { json!(["192.0.2.100"]) } else { json!(vips) } })).expect("an instance")],
                 read_at: None,
+                drain: None,
             })
             .collect();
         // Same network throughout, so these form one cluster whatever the addresses.

@@ -57,6 +57,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0009_roles_tokens_audit.sql",
         include_str!("../../sql/0009_roles_tokens_audit.sql"),
     ),
+    (
+        10,
+        "0010_drills.sql",
+        include_str!("../../sql/0010_drills.sql"),
+    ),
 ];
 
 #[derive(Debug)]

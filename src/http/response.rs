@@ -90,6 +90,8 @@ pub struct ApiError {
     pub status: u16,
     pub message: String,
     pub headers: Vec<(String, String)>,
+    /// More fields beside `error` (an object), e.g. a refused drill's findings.
+    pub extra: Option<Box<serde_json::Value>>,
 }
 
 impl ApiError {
@@ -98,6 +100,7 @@ impl ApiError {
             status,
             message: message.into(),
             headers: Vec::new(),
+            extra: None,
         }
     }
 
@@ -123,7 +126,15 @@ impl ApiError {
     }
 
     pub fn into_resp(self) -> Resp {
-        let mut resp = Resp::json(self.status, &serde_json::json!({ "error": self.message }));
+        let mut body = serde_json::json!({ "error": self.message });
+        if let (Some(serde_json::Value::Object(extra)), Some(obj)) =
+            (self.extra.map(|e| *e), body.as_object_mut())
+        {
+            for (k, v) in extra {
+                obj.entry(k).or_insert(v);
+            }
+        }
+        let mut resp = Resp::json(self.status, &body);
         resp.headers = self.headers;
         resp
     }

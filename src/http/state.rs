@@ -72,6 +72,8 @@ pub struct App {
     pub history: crate::clusters::history::store::SharedMirror,
     /// The heartbeat's block and last outcome (issue 36).
     pub heartbeat: Arc<crate::heartbeat::Heartbeat>,
+    /// The clusters with a failover drill under way.
+    pub drills: Arc<crate::drills::Running>,
     /// Active or standby in a server pair (issue 36).
     pub ha: Arc<crate::ha::Role>,
 }

@@ -19,6 +19,9 @@ use crate::harness::{event_batch, reading, Auth, Launch, Server, Ws};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use vrrp_test_support::tier::{self, Tier};
 
@@ -185,7 +188,7 @@ fn fuzz(python: &Path) {
 
     // Something to show: without clients, readings and clusters their schemas
     // would only ever be checked against empty lists.
-    let (_sockets, client_ids) = fleet(&server, &session);
+    let (_online, client_ids) = fleet(&server, &session);
     let cluster_keys = cluster_keys(&server, &token);
 
     let work = tempfile::tempdir().unwrap();
@@ -302,12 +305,61 @@ fn fuzz(python: &Path) {
     );
 }
 
+/// The online agents' sockets, answering host actions until dropped.
+struct Online {
+    stop: Arc<AtomicBool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Online {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Answers the server's HOST_ACTIONs on `ws` as an agent does: with actions
+/// (`enabled`) the host is in the state asked for, else the refusal of an
+/// agent whose config names no drain file. Without an answer every drain the
+/// fuzzer sends an online client would wait the server's 10 s and be 504.
+fn answer_host_actions(mut ws: Ws, enabled: bool, stop: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            match ws.next(Duration::from_millis(100)) {
+                Some(Ok(m)) if m["type"] == "HOST_ACTION" => {
+                    let ask = &m["payload"];
+                    let drained = ask["action"] == "drain";
+                    let answer = if enabled {
+                        json!({ "id": ask["id"], "ok": true, "error": null, "drain": {
+                            "drained": drained,
+                            "reason": if drained { ask["reason"].clone() } else { json!(null) },
+                            "by": if drained { ask["by"].clone() } else { json!(null) },
+                            "since": if drained { json!("2026-11-21T08:00:00.000Z") } else { json!(null) },
+                        } })
+                    } else {
+                        json!({ "id": ask["id"], "ok": false,
+                            "error": "actions are disabled on this host; set actions.drainFile (see the host guide)",
+                            "drain": { "drained": false, "reason": null, "by": null, "since": null } })
+                    };
+                    ws.send("HOST_ACTION_RESULT", answer);
+                }
+                Some(Err(_)) => return,
+                _ => {}
+            }
+        }
+    })
+}
+
 /// Three agents: lb-1 MASTER and lb-2 BACKUP of one cluster, online, lb-2 with
-/// activity of its own; lb-3 offline, its keepalived stopped after a reading with
-/// an instance (so the server keeps `lastKnownInstances`). Returns the open
-/// sockets (dropped at the end of the run) and the three client ids.
-fn fleet(server: &Server, admin: &str) -> (Vec<Ws>, Vec<String>) {
-    let mut sockets = Vec::new();
+/// activity of its own and host actions (`drain` in its readings), lb-1 without;
+/// lb-3 offline, its keepalived stopped after a reading with an instance (so the
+/// server keeps `lastKnownInstances`). Returns the online agents, answering host
+/// actions until the end of the run, and the three client ids.
+fn fleet(server: &Server, admin: &str) -> (Online, Vec<String>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
     let mut ids = Vec::new();
     for host in ["lb-1", "lb-2", "lb-3"] {
         let agent = server.register_agent(admin, host);
@@ -315,7 +367,10 @@ fn fleet(server: &Server, admin: &str) -> (Vec<Ws>, Vec<String>) {
         match host {
             "lb-1" => ws.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "MASTER")])),
             "lb-2" => {
-                ws.send("KEEPALIVED_UPDATE", reading(&[("VI_1", "BACKUP")]));
+                let mut backup = reading(&[("VI_1", "BACKUP")]);
+                backup["drain"] =
+                    json!({ "drained": false, "reason": null, "by": null, "since": null });
+                ws.send("KEEPALIVED_UPDATE", backup);
                 ws.send(
                     "ACTIVITY",
                     event_batch(&["contract-1".into(), "contract-2".into()]),
@@ -331,11 +386,11 @@ fn fleet(server: &Server, admin: &str) -> (Vec<Ws>, Vec<String>) {
         }
         // lb-3 leaves: its client goes offline, its readings stay.
         if host != "lb-3" {
-            sockets.push(ws);
+            threads.push(answer_host_actions(ws, host == "lb-2", stop.clone()));
         }
         ids.push(agent.id);
     }
-    (sockets, ids)
+    (Online { stop, threads }, ids)
 }
 
 /// The clusters' keys, once the evaluator has grouped the fleet's readings.

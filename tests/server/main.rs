@@ -8,6 +8,7 @@ mod backup;
 mod config;
 mod contract;
 mod dashboard;
+mod drills;
 mod fault_causes;
 mod first_sighting;
 mod full_disk;

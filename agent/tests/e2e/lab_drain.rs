@@ -29,7 +29,7 @@ const GUIDE_PATH: &str = "/var/lib/keepalived-drain/drain";
 
 /// The host guide's keepalived lines for a drain: the top-level `track_file` block
 /// and the instance's `track_file { .. }`, with `path` for the guide's path.
-fn guide_lines(path: &Path) -> (String, String) {
+pub(crate) fn guide_lines(path: &Path) -> (String, String) {
     let guide = fs::read_to_string(repo_root().join("doc/keepalived-host.md")).unwrap();
     let section = guide
         .split("## Drains and failover drills")
@@ -54,7 +54,7 @@ fn guide_lines(path: &Path) -> (String, String) {
 
 /// h1's keepalived.conf with the guide's lines: the block before the first
 /// instance, the instance's lines at the end of VI_1.
-fn with_drain(conf: &str, top: &str, instance: &str) -> String {
+pub(crate) fn with_drain(conf: &str, top: &str, instance: &str) -> String {
     let at = conf.find("\nvrrp_instance").expect("an instance") + 1;
     let mut out = format!("{}{top}\n{}", &conf[..at], &conf[at..]);
     let vi1 = out.find("vrrp_instance VI_1 {").expect("VI_1");

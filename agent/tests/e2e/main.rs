@@ -32,6 +32,7 @@ mod lab;
 mod lab_agent_kill;
 mod lab_clusters;
 mod lab_drain;
+mod lab_drill;
 mod lab_fault_causes;
 mod lab_full_disk;
 mod lab_inbound;

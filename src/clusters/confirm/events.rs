@@ -40,8 +40,10 @@ pub fn cluster_data(cluster: &Cluster) -> Value {
             "reporting": m.reporting,
             "readAt": m.read_at,
             "vips": m.instance.vips,
-            // Issue 33: why a member is in FAULT, in words (null otherwise).
+            // Why a member is in FAULT, in words (null otherwise).
             "faultReason": m.instance.fault_reason,
+            // Drained members are a planned absence: who, why, since when.
+            "drain": m.drain,
         })).collect::<Vec<_>>(),
     })
 }
@@ -53,6 +55,7 @@ pub(super) fn confirm(
     pending: &Pending,
     cluster: &Cluster,
     now: DateTime<Utc>,
+    planned: bool,
     events: &mut Vec<Event>,
 ) {
     let data_cluster = cluster_data(cluster);
@@ -64,7 +67,13 @@ pub(super) fn confirm(
     let target = &pending.target;
 
     if target.roles != confirmed.roles {
-        let role_data = json!({ "cluster": data_cluster, "previousMaster": previous_master });
+        // `planned`: a member is drained, or was drained or undrained moments
+        // ago (a drain or a drill): a pager template can skip the change.
+        let role_data = json!({
+            "cluster": data_cluster,
+            "previousMaster": previous_master,
+            "planned": planned,
+        });
         match &target.roles {
             Roles::One(id) => {
                 let m = member(id);

@@ -35,8 +35,20 @@ pub use state::{
     master_down_interval, Confirmed, ConfirmedReadiness, Incident, FOLLOW_UP_MS, UNREACHABLE_SECS,
 };
 
+/// How long after a member was drained or undrained a change of master is
+/// still taken as its consequence (planned): keepalived hands over within a few
+/// advert intervals; preempt may wait `preempt_delay` (at most 1,000 s, rarely
+/// more than a minute).
+pub const PLANNED_WINDOW_SECS: i64 = 120;
+
 #[derive(Debug, Clone)]
 struct Tracked {
+    /// Members drained at the last evaluation, and when that set last moved:
+    /// a master change while a member is drained, or soon after one was
+    /// drained or undrained, is planned (kept in memory only: after a restart
+    /// a drained member still makes it planned).
+    drained: BTreeSet<String>,
+    drain_moved_at: Option<DateTime<Utc>>,
     confirmed: Confirmed,
     pending: Option<Pending>,
     /// While the cluster is still being seen for the first time: its members'
@@ -144,6 +156,8 @@ impl Evaluator {
                             confirmed,
                             pending: None,
                             settling: None,
+                            drained: BTreeSet::new(),
+                            drain_moved_at: None,
                         },
                     )
                 })
@@ -260,6 +274,8 @@ impl Evaluator {
                     readiness: None,
                 },
                 pending: None,
+                drained: BTreeSet::new(),
+                drain_moved_at: None,
                 settling: Some(Settling {
                     until: now + master_down_interval(cluster),
                     seen: BTreeSet::new(),
@@ -308,6 +324,20 @@ impl Evaluator {
                 out.changed.push(cluster.key.clone());
             }
         }
+        let drained: BTreeSet<String> = cluster
+            .members
+            .iter()
+            .filter(|m| m.drained())
+            .map(|m| m.client_id.clone())
+            .collect();
+        if drained != tracked.drained {
+            tracked.drained = drained;
+            tracked.drain_moved_at = Some(now);
+        }
+        let planned = !tracked.drained.is_empty()
+            || tracked
+                .drain_moved_at
+                .is_some_and(|at| (now - at).num_seconds() < PLANNED_WINDOW_SECS);
         let target = target_of(&observed, &tracked.confirmed, cluster.readiness.verdict);
         if !differs(&target, &tracked.confirmed) {
             tracked.pending = None;
@@ -328,6 +358,7 @@ impl Evaluator {
                     &pending,
                     cluster,
                     now,
+                    planned,
                     &mut out.events,
                 );
                 out.changed.push(cluster.key.clone());

@@ -23,6 +23,7 @@ fn host(
         readable,
         instances,
         read_at: None,
+        drain: None,
     }
 }
 
@@ -34,6 +35,7 @@ fn member(state: &str, online: bool, reporting: bool, vips: &[&str]) -> Member {
         reporting,
         instance: inst("VI_1", 51, state, vips),
         read_at: None,
+        drain: None,
     }
 }
 
@@ -493,4 +495,29 @@ fn instances_whose_peers_are_unknown_group_by_network_as_before() {
         host("a2", None, true, true, vec![old]),
     ];
     assert_eq!(group(&hosts).len(), 1);
+}
+
+#[test]
+fn a_patched_member_takes_its_hosts_drain_too() {
+    let a = host(
+        "a",
+        None,
+        true,
+        true,
+        vec![inst("VI_1", 51, "MASTER", &["192.0.2.1/24"])],
+    );
+    let mut cluster = group(std::slice::from_ref(&a)).remove(0);
+    assert!(!cluster.members[0].drained());
+    let mut drained = a;
+    drained.instances = vec![inst("VI_1", 51, "BACKUP", &["192.0.2.1/24"])];
+    drained.drain = Some(
+        serde_json::from_value(json!({ "drained": true, "reason": "r", "by": "b", "since": null }))
+            .unwrap(),
+    );
+    patch_member(&mut cluster.members[0], &drained);
+    assert!(
+        cluster.members[0].drained(),
+        "the drain arrives with the reading"
+    );
+    assert_eq!(cluster.members[0].state(), "BACKUP");
 }

@@ -25,6 +25,7 @@ fn member(host: &str, state: &str, extra: Value) -> Member {
         reporting: true,
         instance: serde_json::from_value(inst).expect("an instance"),
         read_at: Some(format!("2026-11-29T10:00:0{}.000Z", host.len() % 10)),
+        drain: None,
     }
 }
 

@@ -7,6 +7,8 @@ pub mod agents;
 pub mod api_tokens;
 pub mod audit;
 pub mod auth;
+pub mod drains;
+pub mod drills;
 pub mod ha;
 pub mod heartbeat;
 pub mod history;

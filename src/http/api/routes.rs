@@ -10,8 +10,8 @@
 //! naming the route when a handler gave none).
 
 use super::{
-    activity, agents, api_tokens, audit as api_audit, auth as api_auth, ha, heartbeat, history,
-    metrics, settings, silences, static_files, users, webhooks,
+    activity, agents, api_tokens, audit as api_audit, auth as api_auth, drains, drills, ha,
+    heartbeat, history, metrics, settings, silences, static_files, users, webhooks,
 };
 use crate::audit::{self, Note};
 use crate::auth::{self, AuthFailure, Role, Session};
@@ -127,6 +127,12 @@ pub const ROUTES: &[Route] = &[
         agents::reconnect,
     ),
     admin("PUT", "/api/v1/clients/{clientId}", agents::update_client),
+    operator("POST", "/api/v1/clients/{clientId}/drain", drains::drain),
+    operator(
+        "DELETE",
+        "/api/v1/clients/{clientId}/drain",
+        drains::undrain,
+    ),
     admin(
         "DELETE",
         "/api/v1/clients/{clientId}",
@@ -142,6 +148,13 @@ pub const ROUTES: &[Route] = &[
         "/api/v1/clients/{clientId}/keepalived/refresh",
         agents::refresh_state,
     ),
+    operator(
+        "POST",
+        "/api/v1/clusters/{clusterKey}/drills",
+        drills::create,
+    ),
+    viewer("GET", "/api/v1/drills", drills::list),
+    viewer("GET", "/api/v1/drills/{drillId}", drills::get),
     viewer("GET", "/api/v1/keepalived/states", agents::list_states),
     viewer("GET", "/api/v1/keepalived/clusters", agents::list_clusters),
     viewer(

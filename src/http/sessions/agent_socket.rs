@@ -183,6 +183,17 @@ impl AgentSocket {
         };
         match message.as_str() {
             kind::KEEPALIVED_UPDATE => session::reading(&self.handles, client, payload),
+            kind::HOST_ACTION_RESULT => {
+                match serde_json::from_value::<vrrp_protocol::HostActionResult>(payload) {
+                    Ok(result) => {
+                        self.handles.actions.answered(&client.id, result);
+                    }
+                    Err(e) => log::debug!(
+                        "Agent {} sent a HOST_ACTION_RESULT that does not parse ({e}); dropped",
+                        client.id
+                    ),
+                }
+            }
             kind::ACTIVITY => {
                 let Some(ack) = session::activity(&self.handles, client, &payload) else {
                     return Flow::Continue;

@@ -20,6 +20,8 @@ struct Host {
     vips: Vec<&'static str>,
     read_at: DateTime<Utc>,
     transition: DateTime<Utc>,
+    /// The host's drain file holds a non-zero number.
+    drained: bool,
 }
 
 /// Hosts of one cluster (VRID 51, 192.0.2.0/24, advert_int 1 s: interval 4 s)
@@ -45,6 +47,7 @@ impl Sim {
                         vips: vec!["192.0.2.100/24"],
                         read_at: now,
                         transition: now,
+                        drained: false,
                     },
                 )
             })
@@ -71,6 +74,10 @@ impl Sim {
                 instances: vec![inst(json!({ "name": "VI_1", "vrid": 51, "state": s.state, "vips": s.vips, "advertInterval": 1,
                                        "priority": 200 - i, "lastTransition": iso(s.transition), "interface": "eth0" }))],
                 read_at: Some(iso(s.read_at)),
+                drain: Some(
+                    serde_json::from_value(json!({ "drained": s.drained, "reason": null, "by": null, "since": null }))
+                        .expect("a drain state"),
+                ),
             })
             .collect();
         group(&views)
@@ -99,6 +106,7 @@ impl Sim {
                 vips: vec!["192.0.2.100/24"],
                 read_at: now,
                 transition: now - Duration::seconds(30),
+                drained: false,
             },
         );
     }
@@ -349,6 +357,7 @@ fn a_failover_is_confirmed_after_the_interval_and_fresh_readings() {
     assert_eq!(e.data["previousMaster"], "a");
     assert_eq!(e.data["cluster"]["master"], "b");
     assert_eq!(e.data["cluster"]["members"].as_array().unwrap().len(), 2);
+    assert_eq!(e.data["planned"], false, "nobody was drained");
     assert!(sim.at(5000).events.is_empty(), "reported once");
 }
 
@@ -389,6 +398,7 @@ fn the_master_down_interval_follows_the_longest_advert_int() {
                 instances: vec![inst(json!({ "name": "VI_1", "vrid": 51, "state": "BACKUP",
                                        "vips": ["192.0.2.100/24"], "advertInterval": a }))],
                 read_at: None,
+                drain: None,
             })
             .collect();
         group(&views).remove(0)
@@ -767,4 +777,5 @@ fn master_lost_names_the_previous_master() {
     assert_eq!(out.events[1].data["incident"]["health"], "no-master");
 }
 
+mod planned;
 mod requests;

@@ -16,6 +16,7 @@ fn an_agent_owing_readings_to_two_clusters_is_asked_once() {
             inst(json!({ "name": "VI_2", "vrid": 52, "state": s2, "vips": ["198.51.100.100/24"] })),
         ],
         read_at: Some(iso(t0)),
+        drain: None,
     };
     let mut ev = Evaluator::default();
     let known = group(&[view("a", "MASTER", "MASTER"), view("b", "BACKUP", "BACKUP")]);

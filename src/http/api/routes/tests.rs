@@ -88,6 +88,13 @@ fn only_the_listed_changes_are_open_below_administrator() {
         ("PATCH", "/api/v1/users/{userId}", Role::Viewer),
         ("POST", "/api/v1/activity/seen", Role::Viewer),
         ("POST", "/api/v1/silences", Role::Operator),
+        ("POST", "/api/v1/clients/{clientId}/drain", Role::Operator),
+        ("DELETE", "/api/v1/clients/{clientId}/drain", Role::Operator),
+        (
+            "POST",
+            "/api/v1/clusters/{clusterKey}/drills",
+            Role::Operator,
+        ),
         ("DELETE", "/api/v1/silences/{silenceId}", Role::Operator),
     ]
     .into_iter()
