@@ -3,10 +3,13 @@
 import { navigate, currentPath } from './router.js';
 
 export class ApiError extends Error {
-  constructor(status, message, retryAfter) {
+  // `data`: the answer's body, for errors that carry more than their text (a
+  // refused drill's findings).
+  constructor(status, message, retryAfter, data = null) {
     super(message);
     this.status = status;
     this.retryAfter = retryAfter;
+    this.data = data;
   }
 }
 
@@ -35,7 +38,7 @@ export async function api(method, path, body) {
   if (!res.ok) {
     const message = (data && typeof data.error === 'string') ? data.error : `HTTP ${res.status}`;
     if (res.status === 401 && path !== '/api/login') onUnauthorized();
-    throw new ApiError(res.status, message, Number(res.headers.get('retry-after')) || null);
+    throw new ApiError(res.status, message, Number(res.headers.get('retry-after')) || null, data);
   }
   return data;
 }

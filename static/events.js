@@ -11,6 +11,7 @@ export function EventRow({ r, children, onSeen }) {
       <${Level} level=${r.level} />
       <span class="event-message">${r.message || r.kind}</span>
       ${r.data?.silenced && html`<span class="badge silenced" title=${`Silenced: ${r.data.silenced.comment}`}>silenced</span>`}
+      ${r.data?.planned === true && html`<span class="badge planned" title="A host was drained or undrained (a drain or a failover drill): a planned change">planned</span>`}
       ${!seen && onSeen && html`<button type="button" class="ghost small mark-seen" aria-label="Mark seen"
         onClick=${() => onSeen([r.id])}>Mark seen</button>`}
     </div>

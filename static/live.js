@@ -140,6 +140,11 @@ function flush() {
             S.schedulers.value = { ...S.schedulers.value, [p.scheduler]: p.status };
           }
           break;
+        case 'DRILL_UPDATE':
+          // A failover drill moved on (a step, or its report): the cluster page
+          // shows it as it runs.
+          if (p && typeof p.id === 'string' && typeof p.cluster === 'string') S.noteDrill(p);
+          break;
         default:
           break; // unknown types are dropped
       }
@@ -163,7 +168,10 @@ function shapeOf(r) {
   const inst = (r.instances || []).map((i) => [i.name, i.state, i.vrid, i.priority, i.effectivePriority, (i.vips || []).join(),
     i.advertInterval, i.vrrpVersion, i.authType, i.authFingerprint, i.authPasswordMasked, i.usesUnicast,
     (i.unicastPeers || []).join(), i.sourceAddress, i.masterRouter, i.configFaults, i.faultReason]);
-  return JSON.stringify([r.running, r.error, inst]);
+  // The drain too: cluster members carry it (shown as "drained", and the drill's
+  // preflight reads it).
+  const d = r.drain;
+  return JSON.stringify([r.running, r.error, inst, d ? [d.drained, d.reason, d.by, d.since] : null]);
 }
 
 // Stages of the first load, as User Timing marks (`vrrp:<name>`, once each) that

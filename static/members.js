@@ -4,6 +4,7 @@ import { html, Dot, Time } from './ui.js';
 import { Table } from './table.js';
 import * as S from './state.js';
 import { FaultCause, DisagreeMark, disagreeingBackups } from './tracking.js';
+import { DrainedBadge, DrainedLine, isDrained } from './drains.js';
 
 export function clusterHref(c) {
   return `/clusters/${encodeURIComponent(c.key)}`;
@@ -30,16 +31,26 @@ export function incidentOf(c) {
 
 export const live = (m) => m.online && m.reporting;
 
+// "a", "a and b", "a, b and c".
+const names = (ms) => { const n = ms.map(hostOf); return n.length > 1 ? `${n.slice(0, -1).join(', ')} and ${n[n.length - 1]}` : n.join(''); };
+
 // One line: which host, what is wrong. The incident's own reason texts (composed
-// by the server) when one is open; otherwise read from the members.
+// by the server) when one is open; otherwise read from the members. A drained
+// member is a planned absence: said after that, so a backup as MASTER (or a
+// drained host in FAULT) is explained.
 export function explain(c) {
+  const drained = c.members.filter((m) => isDrained(m.drain));
+  const base = explainHealth(c, drained);
+  if (!drained.length) return base;
+  return `${base}${base ? ' ' : ''}${names(drained)} ${drained.length === 1 ? 'is' : 'are'} drained (planned).`;
+}
+
+function explainHealth(c, drained) {
   const inc = incidentOf(c);
   const reasons = inc?.data?.incident?.reasons;
   if (reasons && reasons.length && inc.data.incident.health === c.health) {
     return reasons.map((r) => r.text).join(' ');
   }
-  // "a", "a and b", "a, b and c".
-  const names = (ms) => { const n = ms.map(hostOf); return n.length > 1 ? `${n.slice(0, -1).join(', ')} and ${n[n.length - 1]}` : n.join(''); };
   const masters = c.members.filter((m) => live(m) && m.instance.state === 'MASTER');
   switch (c.health) {
     case 'ok': return `${names(masters)} is MASTER.`;
@@ -55,12 +66,13 @@ export function explain(c) {
       const parts = [];
       const off = c.members.filter((m) => !m.online);
       const quiet = c.members.filter((m) => m.online && !m.reporting);
-      const fault = c.members.filter((m) => live(m) && m.instance.state === 'FAULT');
+      // A drained member in FAULT (a drained sync group) is said once, as drained.
+      const fault = c.members.filter((m) => live(m) && m.instance.state === 'FAULT' && !drained.includes(m));
       if (off.length) parts.push(`${names(off)} offline`);
       if (quiet.length) parts.push(`keepalived not reporting on ${names(quiet)}`);
       if (fault.length) parts.push(`${names(fault)} in FAULT`);
       if (c.members.length === 1) parts.push('only one member');
-      return parts.length ? `${parts.join('; ')}.` : 'Degraded.';
+      return parts.length ? `${parts.join('; ')}.` : drained.length ? '' : 'Degraded.';
     }
     default: return '';
   }
@@ -85,7 +97,11 @@ export function Members({ cluster, wide }) {
       const why = !m.online ? 'agent offline, last state' : !m.reporting ? 'keepalived not reporting, last state' : '';
       const h = heard.get(m);
       const note = (i.state === 'FAULT' && i.faultReason) || h;
+      // Drained: the badge (why, who, since in its title) beside the state, and
+      // on the cluster page the same in a line.
       return html`<span class=${`state state-${i.state}`} title=${why || undefined}>${why && html`<span class="sr">${why} </span>`}${i.state}</span>
+        ${isDrained(m.drain) && html` <${DrainedBadge} drain=${m.drain} />`}
+        ${wide && isDrained(m.drain) && html`<span class="member-note"><${DrainedLine} drain=${m.drain} /></span>`}
         ${note && html`<span class="member-note"><${FaultCause} instance=${i} />${h && html`<${DisagreeMark} heard=${h} master=${master} />`}</span>`}`;
     } },
     { key: 'priority', label: 'Priority', sort: (m) => -(prioOf(m) ?? -1), className: 'num', render: (m) => html`<span title="configured / effective priority">${prioText(m.instance)}</span>` },
@@ -100,5 +116,5 @@ export function Members({ cluster, wide }) {
     );
   }
   return html`<${Table} className=${`members${wide ? ' wide' : ''}`} columns=${columns} rows=${byPriority(cluster.members)}
-    rowKey=${(m) => m.clientId + m.instance.name} rowClass=${(m) => (!m.online || !m.reporting ? 'member dim' : 'member')} />`;
+    rowKey=${(m) => m.clientId + m.instance.name} rowClass=${(m) => `${!m.online || !m.reporting ? 'member dim' : 'member'}${isDrained(m.drain) ? ' drained' : ''}`} />`;
 }

@@ -35,6 +35,25 @@ export const silences = signal(null); // Silence[] as GET /api/v1/silences answe
 // cluster key -> its 30-day availability figures, for the clusters list's order
 // (history.js); null until loaded.
 export const availabilityByKey = signal(null);
+// drill id -> the newest Drill seen in this tab: each DRILL_UPDATE of the socket
+// (live.js) and each drill started here (drills.js). Only drills that moved
+// while the tab was open; the past ones the cluster page asks the API for.
+export const drills = signal(new Map());
+
+// Keeps `d` unless a later state of the same drill is held already: a REST
+// answer may arrive after the socket's next step.
+export function noteDrill(d) {
+  if (!d || typeof d.id !== 'string') return;
+  const have = drills.value.get(d.id);
+  const rank = (x) => [x.finishedAt ? 1 : 0, (x.steps || []).length];
+  if (have) {
+    const [a, b] = [rank(have), rank(d)];
+    if (a[0] > b[0] || (a[0] === b[0] && a[1] > b[1])) return;
+  }
+  const m = new Map(drills.value);
+  m.set(d.id, d);
+  drills.value = m;
+}
 
 setInterval(() => { now.value = Date.now(); }, 15000);
 
@@ -129,5 +148,6 @@ export function resetData() {
     schedulers.value = {};
     silences.value = null;
     availabilityByKey.value = null;
+    drills.value = new Map();
   });
 }

@@ -62,7 +62,8 @@ export function Dot({ online }) {
 // may return a promise: while it runs the buttons wait; if it fails, its error
 // is shown inside the dialog, which stays open; the caller closes it on success.
 let dialogSeq = 0;
-export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfirm, onClose, id }) {
+// `children` (fields, what a check found) follow the text.
+export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfirm, onClose, id, children }) {
   const ref = useRef(null);
   const [titleId] = useState(() => `dialog-title-${++dialogSeq}`);
   const [error, setError] = useState('');
@@ -83,7 +84,8 @@ export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfir
   const closed = (e) => { if (open && !e.currentTarget.open) onClose(); };
   return html`<dialog ref=${ref} id=${id} class="dialog" onClose=${closed} aria-labelledby=${titleId}>
     <h2 id=${titleId}>${title}</h2>
-    <p>${text}</p>
+    ${text && html`<p>${text}</p>`}
+    ${children}
     ${error && html`<p class="form-error" role="alert" data-error-for="dialog">${error}</p>`}
     <div class="row end">
       <button type="button" class="cancel" disabled=${busy} onClick=${onClose}>${cancel}</button>

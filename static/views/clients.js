@@ -10,6 +10,7 @@ import { SilenceAction, SilencedBanner } from '../silence.js';
 import { FaultCause, TrackedItems } from '../tracking.js';
 import { Table } from '../table.js';
 import { can } from '../roles.js';
+import { DrainPanel, DrainedBadge } from '../drains.js';
 
 const nameOf = (c) => c.displayName || c.hostname || c.id.slice(0, 8);
 
@@ -36,8 +37,10 @@ export function keepalivedSummary(reading) {
 }
 
 function Keepalived({ id }) {
-  const k = keepalivedSummary(S.readingOf(id));
-  return html`<span class="keepalived"><span class=${`badge ${k.tone}`}>${k.word}</span>${k.word === 'running' ? ` ${k.text}` : ''}</span>`;
+  const r = S.readingOf(id);
+  const k = keepalivedSummary(r);
+  return html`<span class="keepalived"><span class=${`badge ${k.tone}`}>${k.word}</span>${k.word === 'running' ? ` ${k.text}` : ''}${
+    r?.drain?.drained ? html` <${DrainedBadge} drain=${r.drain} />` : ''}</span>`;
 }
 
 // Refresh (ask for a reading) or reconnect (outbound) from the list.
@@ -162,6 +165,7 @@ export function ClientDetail({ id }) {
       <dt>Capabilities</dt><dd>${client.capabilities ? client.capabilities.join(', ') || 'none' : '–'}</dd>
       <dt>Last seen</dt><dd><${Time} at=${client.lastSeen} /></dd>
     </dl>
+    <${DrainPanel} client=${client} reading=${reading} />
     <h2>keepalived</h2>
     <div class=${offline ? 'dim' : ''}>
       ${offline && reading && html`<p class="muted">Last reading, <${Time} at=${reading.receivedAt} />; the agent is offline.</p>`}

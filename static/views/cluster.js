@@ -1,8 +1,9 @@
 // Cluster detail: members, addresses a member lacks, whether a failover would
-// work now (readiness, every check), the one timeline of who
-// was master when (24 h / 7 d / 30 d, from the cluster history, with the
-// cluster's stored events before it began) with the availability figures,
-// keepalived counters side by side, and the cluster's own activity.
+// work now (readiness, every check; a failover drill to prove it, drills.js),
+// the one timeline of who was master when (24 h / 7 d / 30 d, from the cluster
+// history, with the cluster's stored events before it began) with the
+// availability figures and the cluster's past drills, keepalived counters side
+// by side, and the cluster's own activity.
 import { useEffect, useState } from 'preact/hooks';
 import { html, Health, useTitle } from '../ui.js';
 import * as S from '../state.js';
@@ -15,6 +16,7 @@ import { SilenceAction, SilencedBanner } from '../silence.js';
 import { Counters } from '../counters.js';
 import { ReadinessChecks } from '../readiness.js';
 import { refreshClusters } from '../live.js';
+import { DrillAction, PastDrills } from '../drills.js';
 
 // The cluster's stored events ({list, error}); a failed fetch is said, not
 // shown as "no events" (the last list stays, marked as not refreshed).
@@ -74,9 +76,12 @@ export function ClusterDetail({ id }) {
     </ul>`}
     <h2 id="readiness-title">Would a failover work now?</h2>
     <${ReadinessChecks} readiness=${cluster.readiness} />
+    <${DrillAction} cluster=${cluster} />
     <h2>Master and availability</h2>
     ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}
     <${HistoryPanel} clusterKey=${cluster.key} hosts=${byPriority(cluster.members).map(hostOf)} events=${events} />
+    <h3 id="drills-title">Failover drills</h3>
+    <${PastDrills} clusterKey=${cluster.key} />
     <h2>Counters</h2>
     <${Counters} members=${byPriority(cluster.members).map((m) => ({
       name: hostOf(m), state: m.instance.state, live: m.online && m.reporting,

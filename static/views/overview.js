@@ -6,11 +6,12 @@ import { html, Health, Time, duration, HEALTH_TEXT, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { clusterHref, explain, hostOf } from '../members.js';
 import { verdictOf } from '../readiness.js';
+import { isDrained } from '../drains.js';
 
 const stats = computed(() => {
   const cs = S.clusters.value;
   const byHealth = {};
-  let masters = 0, faults = 0, notReady = 0, atRisk = 0;
+  let masters = 0, faults = 0, drainedFaults = 0, notReady = 0, atRisk = 0;
   for (const c of cs) {
     byHealth[c.health] = (byHealth[c.health] || 0) + 1;
     if (verdictOf(c) === 'not_ready') notReady++;
@@ -18,7 +19,8 @@ const stats = computed(() => {
     for (const m of c.members) {
       if (!m.online || !m.reporting) continue;
       if (m.instance.state === 'MASTER') masters++;
-      if (m.instance.state === 'FAULT') faults++;
+      // A drained host in FAULT (a drained sync group) is planned, not a fault.
+      if (m.instance.state === 'FAULT') { if (isDrained(m.drain)) drainedFaults++; else faults++; }
     }
   }
   const clients = S.clients.value;
@@ -32,7 +34,7 @@ const stats = computed(() => {
     unusable,
     online: clients.filter((c) => c.status === 'online').length,
     total: clients.length,
-    byHealth, masters, faults, notReady, atRisk, clusters: cs.length,
+    byHealth, masters, faults, drainedFaults, notReady, atRisk, clusters: cs.length,
   };
 });
 
@@ -64,7 +66,8 @@ export function Overview() {
         tone=${h === 'split-brain' || h === 'no-master' ? 'bad' : 'warn'} />`)}
       <${Card} href="/clusters?state=MASTER" label="live MASTER instances" value=${s.masters}
         note=${s.masters > s.clusters ? 'more than one per cluster: a split brain' : 'a healthy cluster has exactly one'} />
-      <${Card} href="/clusters?state=FAULT" label="instances in FAULT" value=${s.faults} tone=${s.faults ? 'bad' : ''} />
+      <${Card} href="/clusters?state=FAULT" label="instances in FAULT" value=${s.faults} tone=${s.faults ? 'bad' : ''}
+        note=${s.drainedFaults ? `and ${s.drainedFaults} of drained hosts, not counted` : undefined} />
       <${Card} href="/activity?unseen=1&level=warning,error" label="unseen warnings and errors"
         value=${S.unseenAlerts.value} tone=${S.unseenAlerts.value ? 'warn' : ''} />
     </div>
@@ -75,7 +78,7 @@ export function Overview() {
           <div class="row"><${Health} health=${c.health} /><strong>VRID ${c.vrid}</strong>
             <span class="muted">${c.site || ''} ${c.networks.join(', ')}</span></div>
           <p>${explain(c)}</p>
-          <p class="muted hosts">${c.members.map((m) => hostOf(m)).join(', ')}</p>
+          <p class="muted hosts">${c.members.map((m) => (isDrained(m.drain) ? `${hostOf(m)} (drained)` : hostOf(m))).join(', ')}</p>
         </a>`)}
       </div>
       ${attention.length > 24 && html`<p><a href="/clusters?attention=1">All ${attention.length} clusters needing attention</a></p>`}`}

@@ -190,14 +190,16 @@ fn tables_have_headers_lists_sort_and_the_clients_list_says_what_keepalived_does
     }
     b.wait_text("table.members.wide", "0.1 s");
 
-    // The clients list: running with its instances, stopped.
+    // The clients list: running with its instances, stopped (once the
+    // snapshot's readings arrived: the list of clients may come first).
     b.goto(&server.url("/clients"));
     b.wait_text("#client-list", "cache-c");
     let row = |name: &str| {
         b.wait_js(
             "the client's row",
             "const r = [...document.querySelectorAll('#client-list tbody tr')].find(r => r.textContent.includes(arguments[0]));
-             return r && r.querySelector('td[data-col=keepalived]').textContent.replace(/\\s+/g, ' ').trim()",
+             const t = r && r.querySelector('td[data-col=keepalived]').textContent.replace(/\\s+/g, ' ').trim();
+             return t !== 'no reading' && t",
             json!([name]),
         )
     };

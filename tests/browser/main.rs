@@ -14,6 +14,7 @@ mod webdriver;
 mod admin;
 mod bench;
 mod daily;
+mod drills;
 mod faults;
 mod history;
 mod pair;
