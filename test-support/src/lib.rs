@@ -299,11 +299,16 @@ impl Server {
     }
 
     pub fn admin(&self) -> String {
+        self.login("admin", ADMIN_PASSWORD)
+    }
+
+    /// Logs `user` in; returns the session token.
+    pub fn login(&self, user: &str, password: &str) -> String {
         let resp = http()
             .post(&format!("{}/api/login", self.local_url()))
-            .send_json(json!({ "username": "admin", "password": ADMIN_PASSWORD }))
+            .send_json(json!({ "username": user, "password": password }))
             .unwrap();
-        assert_eq!(resp.status(), 200, "admin login");
+        assert_eq!(resp.status(), 200, "login of {user}");
         resp.headers()
             .get_all("set-cookie")
             .iter()
@@ -436,4 +441,17 @@ pub fn agent_pid(bin: &Path, data: &Path) -> Option<i32> {
         }
     }
     None
+}
+
+/// `s` as one URL path segment or query value: every byte but the unreserved
+/// ones (RFC 3986) percent-encoded.
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

@@ -29,7 +29,7 @@ const GUIDE_PATH: &str = "/var/lib/keepalived-drain/drain";
 
 /// The host guide's keepalived lines for a drain: the top-level `track_file` block
 /// and the instance's `track_file { .. }`, with `path` for the guide's path.
-pub(crate) fn guide_lines(path: &Path) -> (String, String) {
+fn guide_lines(path: &Path) -> (String, String) {
     let guide = fs::read_to_string(repo_root().join("doc/keepalived-host.md")).unwrap();
     let section = guide
         .split("## Drains and failover drills")
@@ -54,7 +54,28 @@ pub(crate) fn guide_lines(path: &Path) -> (String, String) {
 
 /// h1's keepalived.conf with the guide's lines: the block before the first
 /// instance, the instance's lines at the end of VI_1.
-pub(crate) fn with_drain(conf: &str, top: &str, instance: &str) -> String {
+/// The guide's keepalived lines on h1, its drain file under the lab's work folder
+/// (the hosts see /var/tmp as it is); returns once keepalived made the file and h1
+/// is MASTER again.
+pub(crate) fn guide_drain_on_h1(lab: &Lab) -> std::path::PathBuf {
+    let dir = lab.work.join("drain-h1");
+    fs::create_dir_all(&dir).unwrap();
+    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
+    let drain_file = dir.join("drain");
+    let (top, instance) = guide_lines(&drain_file);
+    let conf_path = lab.state.join("h1/etc/keepalived.conf");
+    let conf = fs::read_to_string(&conf_path).unwrap();
+    fs::write(&conf_path, with_drain(&conf, &top, &instance)).unwrap();
+    lab.run(&["config", "h1", "check"]);
+    lab.run(&["reload", "h1"]);
+    wait_for("keepalived's init_file", 20, || {
+        (fs::read_to_string(&drain_file).ok()? == "0\n").then_some(())
+    });
+    lab.wait_state("h1", "VI_1", "MASTER");
+    drain_file
+}
+
+fn with_drain(conf: &str, top: &str, instance: &str) -> String {
     let at = conf.find("\nvrrp_instance").expect("an instance") + 1;
     let mut out = format!("{}{top}\n{}", &conf[..at], &conf[at..]);
     let vi1 = out.find("vrrp_instance VI_1 {").expect("VI_1");
@@ -112,22 +133,7 @@ fn a_drain_through_the_guides_track_file_hands_the_role_over_and_back() {
     let mut lab = Lab::up(2, "vdr");
     lab.wait_state("h1", "VI_1", "MASTER");
 
-    // The guide's keepalived lines on h1, its drain file under the lab's work folder
-    // (the hosts see /var/tmp as it is).
-    let dir = lab.work.join("drain-h1");
-    fs::create_dir_all(&dir).unwrap();
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    let drain_file = dir.join("drain");
-    let (top, instance) = guide_lines(&drain_file);
-    let conf_path = lab.state.join("h1/etc/keepalived.conf");
-    let conf = fs::read_to_string(&conf_path).unwrap();
-    fs::write(&conf_path, with_drain(&conf, &top, &instance)).unwrap();
-    lab.run(&["config", "h1", "check"]);
-    lab.run(&["reload", "h1"]);
-    wait_for("keepalived's init_file", 20, || {
-        (fs::read_to_string(&drain_file).ok()? == "0\n").then_some(())
-    });
-    lab.wait_state("h1", "VI_1", "MASTER");
+    let drain_file = guide_drain_on_h1(&lab);
 
     // The agent on h1, registered beforehand with the fake server in the switch.
     lab.enter_switch();
@@ -203,7 +209,7 @@ fn a_drain_through_the_guides_track_file_hands_the_role_over_and_back() {
         vi1(r)["state"] == "MASTER" && vi1(r)["effectivePriority"] == 120
     });
     assert_eq!(r["drain"]["drained"], false);
-    let names: Vec<_> = fs::read_dir(&dir)
+    let names: Vec<_> = fs::read_dir(drain_file.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();

@@ -11,29 +11,13 @@
 //! Needs root, keepalived 2.2.x, iproute2, util-linux, curl.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use vrrp_test_support::host_agent::*;
 use vrrp_test_support::*;
 
-use crate::lab_drain::{guide_lines, with_drain};
-
-/// A session of `user` (the harness's `request` answers no cookies).
-fn login(server: &Server, user: &str, password: &str) -> String {
-    let resp = ureq::post(&format!("{}/api/login", server.local_url()))
-        .send_json(json!({ "username": user, "password": password }))
-        .unwrap();
-    resp.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| c.strip_prefix("svc_session="))
-        .and_then(|c| c.split(';').next())
-        .expect("session cookie")
-        .to_string()
-}
+use crate::lab_drain::guide_drain_on_h1;
 
 fn call(
     server: &Server,
@@ -102,21 +86,7 @@ fn drains_and_a_drill_through_the_server_with_real_keepalived() {
     vrrp_test_support::tier::require(vrrp_test_support::tier::Tier::Lab);
     let (lab, mut server) = lab_with_server(2, "vdl");
     lab.wait_state("h1", "VI_1", "MASTER");
-    // The guide's lines on h1, its drain file under the lab's work folder.
-    let dir = lab.work.join("drain-h1");
-    fs::create_dir_all(&dir).unwrap();
-    fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-    let drain_file = dir.join("drain");
-    let (top, instance) = guide_lines(&drain_file);
-    let conf_path = lab.state.join("h1/etc/keepalived.conf");
-    let conf = fs::read_to_string(&conf_path).unwrap();
-    fs::write(&conf_path, with_drain(&conf, &top, &instance)).unwrap();
-    lab.run(&["config", "h1", "check"]);
-    lab.run(&["reload", "h1"]);
-    wait_for("keepalived's init_file", 20, || {
-        (fs::read_to_string(&drain_file).ok()? == "0\n").then_some(())
-    });
-    lab.wait_state("h1", "VI_1", "MASTER");
+    let drain_file = guide_drain_on_h1(&lab);
 
     server.start();
     let admin = server.admin();
@@ -128,7 +98,7 @@ fn drains_and_a_drill_through_the_server_with_real_keepalived() {
         Some(&json!({ "username": "otto", "password": "otto-password-1", "role": "operator" })),
     );
     assert_eq!(s, 201, "{b}");
-    let otto = login(&server, "otto", "otto-password-1");
+    let otto = server.login("otto", "otto-password-1");
 
     let mut h1 = HostAgent::new(&lab, "h1");
     fs::write(
@@ -230,7 +200,10 @@ fn drains_and_a_drill_through_the_server_with_real_keepalived() {
         &server,
         &otto,
         "POST",
-        &format!("/api/v1/clusters/{}/drills", encode(&key)),
+        &format!(
+            "/api/v1/clusters/{}/drills",
+            vrrp_test_support::percent_encode(&key)
+        ),
         Some(&json!({ "reason": "quarterly" })),
     );
     assert_eq!(s, 201, "{b}");
@@ -287,16 +260,4 @@ fn drains_and_a_drill_through_the_server_with_real_keepalived() {
     assert_eq!(finished["level"], "info", "{finished}");
     drop(h1);
     drop(h2);
-}
-
-/// A cluster key as one path segment.
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
