@@ -305,7 +305,13 @@ impl Browser {
                 .collect();
             let body = filled
                 .iter()
-                .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+                .map(|(k, v)| {
+                    format!(
+                        "{}={}",
+                        vrrp_test_support::percent_encode(k),
+                        vrrp_test_support::percent_encode(v)
+                    )
+                })
                 .collect::<Vec<_>>()
                 .join("&");
             let posted = self.send("POST", &resolve(&url, &action), Some(body));
@@ -342,17 +348,6 @@ fn resolve(base: &str, location: &str) -> String {
     let (scheme, rest) = base.split_once("://").unwrap();
     let host = rest.split('/').next().unwrap();
     format!("{scheme}://{host}{location}")
-}
-
-fn encode(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn attr(tag: &str, name: &str) -> Option<String> {

@@ -351,7 +351,12 @@ fn the_host_guide_works_as_written() {
     wait_for("a JSON dump after the restart", 20, || {
         (g.tmp_mtime("h1", "keepalived.json")? > restarted).then_some(())
     });
-    let k = g.wait_status("h1", "keepalived");
+    // The dump is on disk before the agent has read it: wait for the reading
+    // itself (a status taken in between says `collected: false`).
+    let k = wait_for("a reading from the JSON dump", 20, || {
+        g.status("h1", "keepalived")
+            .filter(|k| k["collected"] == true)
+    });
     assert_eq!(
         (&k["running"], &k["instances"]),
         (&json!(true), &json!(2)),
