@@ -25,8 +25,9 @@ use crate::ha;
 use crate::heartbeat::{self, Heartbeat};
 use crate::http::sessions::outbound::{DialHandles, Dialer};
 use crate::http::{self, App};
-use crate::lifecycle::{self, Shutdown};
+use crate::lifecycle::{self, Reload, Shutdown};
 use crate::live::Hub;
+use crate::provisioning::{self, Provisioning};
 use crate::schedulers::{self, Scheduler};
 use crate::webhooks::delivery::Dispatcher;
 use crate::{fatal, logging};
@@ -100,11 +101,18 @@ pub fn main() -> i32 {
         }
     };
     let shutdown = Shutdown::new();
-    if let Err(e) = lifecycle::handle_signals(shutdown.clone()) {
+    let reload = Reload::new();
+    if let Err(e) = lifecycle::handle_signals(shutdown.clone(), reload.clone()) {
         fatal!("Cannot install signal handlers: {e}");
         return 1;
     }
-    match run(loaded.config, listener, Arc::new(SystemClock), shutdown) {
+    match run_with_reload(
+        loaded.config,
+        listener,
+        Arc::new(SystemClock),
+        shutdown,
+        reload,
+    ) {
         Ok(()) => 0,
         Err(e) => {
             fatal!("{e}");
@@ -142,12 +150,24 @@ fn tune_malloc() {
 }
 
 /// Serves on `listener` until `shutdown` is triggered, then gives open requests
-/// [`SHUTDOWN_GRACE`] to finish.
+/// [`SHUTDOWN_GRACE`] to finish. The provisioning files are read at start only
+/// (tests in-process); [`run_with_reload`] reads them again on each ask.
 pub fn run(
     config: ServerConfig,
     listener: TcpListener,
     clock: SharedClock,
     shutdown: Shutdown,
+) -> Result<(), FatalError> {
+    run_with_reload(config, listener, clock, shutdown, Reload::new())
+}
+
+/// As [`run`]; each `reload` ask (SIGHUP) reads the provisioning files again.
+pub fn run_with_reload(
+    config: ServerConfig,
+    listener: TcpListener,
+    clock: SharedClock,
+    shutdown: Shutdown,
+    reload: Reload,
 ) -> Result<(), FatalError> {
     let db_path = config.data_dir.join(DB_FILE);
     let (db, _writer) = Db::open(&db_path, &iso(clock.utc()))
@@ -167,6 +187,19 @@ pub fn run(
         silences,
         activity,
     } = shared_state(&config, &db, &clock)?;
+    // Before any thread reads the settings or any event is offered to webhooks.
+    let provisioning_handles = provision_at_start(
+        &config,
+        provisioning::apply::Handles {
+            db: db.clone(),
+            clock: clock.clone(),
+            settings: settings.clone(),
+            silences: silences.clone(),
+            activity: Arc::new(activity.clone()),
+            allowed_networks: config.webhooks.allowed_networks.clone(),
+            state: Arc::new(Provisioning::new(provisioning::dir_of(&config.path))),
+        },
+    )?;
     start_silence_expiry(
         silences::Handles {
             silences: silences.clone(),
@@ -215,6 +248,16 @@ pub fn run(
         },
         history.clone(),
         config.audit_retention_days,
+        &shutdown,
+    )?;
+    let provisioning = provisioning_handles.state.clone();
+    start_provisioning(
+        provisioning_handles,
+        provisioning::apply::Wake {
+            token_cleanup: Some(token_cleanup.clone()),
+            notification_cleanup: Some(notification_cleanup.clone()),
+        },
+        reload,
         &shutdown,
     )?;
 
@@ -288,6 +331,7 @@ pub fn run(
         history,
         heartbeat,
         ha: role,
+        provisioning,
         config,
         db,
         clock,
@@ -434,6 +478,38 @@ fn serve(app: Arc<App>, listener: TcpListener, shutdown: &Shutdown) -> Result<()
         log::warn!("Open connections did not finish within {SHUTDOWN_GRACE:?}; stopping anyway");
     }
     log::info!("Stopped");
+    Ok(())
+}
+
+/// Reads the provisioning directory once: a file that does not parse or
+/// validate ends the start, as an invalid config file does.
+fn provision_at_start(
+    config: &ServerConfig,
+    handles: provisioning::apply::Handles,
+) -> Result<provisioning::apply::Handles, FatalError> {
+    provisioning::apply::reload(&handles, "start", &provisioning::apply::Wake::default()).map_err(
+        |e| {
+            FatalError(format!(
+                "Invalid provisioning file in {}: {e}",
+                provisioning::dir_of(&config.path).display()
+            ))
+        },
+    )?;
+    Ok(handles)
+}
+
+/// The `provisioning` thread: reads the files again on each SIGHUP.
+fn start_provisioning(
+    handles: provisioning::apply::Handles,
+    wake: provisioning::apply::Wake,
+    reload: Reload,
+    shutdown: &Shutdown,
+) -> Result<(), FatalError> {
+    let (asks, stop) = (reload.asks(), shutdown.clone());
+    std::thread::Builder::new()
+        .name("provisioning".into())
+        .spawn(move || provisioning::apply::run(handles, wake, asks, stop))
+        .map_err(|e| FatalError(format!("Cannot start the provisioning thread: {e}")))?;
     Ok(())
 }
 

@@ -24,6 +24,7 @@ pub mod lifecycle;
 pub mod live;
 pub mod logging;
 pub mod metrics;
+pub mod provisioning;
 pub mod schedulers;
 pub mod secrets;
 pub mod webhooks;

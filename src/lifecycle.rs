@@ -1,6 +1,7 @@
 //! Start, stop and failure policy of the process.
 //!
 //! - SIGINT/SIGTERM trigger [`Shutdown`] once; a second signal changes nothing.
+//! - SIGHUP asks for the provisioning files to be read again ([`Reload`]).
 //! - A panic inside [`contain_panics`] (one request, later one WebSocket session)
 //!   is logged and answered there. Any other panic is an uncaught fatal error:
 //!   logged at fatal level, and the process exits with code 1 after 250 ms.
@@ -66,15 +67,54 @@ impl Shutdown {
     }
 }
 
-/// Turns SIGINT and SIGTERM into a shutdown, on a thread named `signals`.
-pub fn handle_signals(shutdown: Shutdown) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM])?;
+/// Asks for the provisioning files to be read again (SIGHUP). Asks made while
+/// one waits are one ask: a reading reads the files as they are by then.
+#[derive(Clone)]
+pub struct Reload {
+    tx: Sender<()>,
+    rx: Receiver<()>,
+}
+
+impl Default for Reload {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Reload {
+    pub fn new() -> Self {
+        let (tx, rx) = bounded(1);
+        Reload { tx, rx }
+    }
+
+    /// Never blocks.
+    pub fn ask(&self) {
+        let _ = self.tx.try_send(());
+    }
+
+    /// Where the asks arrive (the `provisioning` thread).
+    pub fn asks(&self) -> Receiver<()> {
+        self.rx.clone()
+    }
+}
+
+/// Turns SIGINT and SIGTERM into a shutdown and SIGHUP into a [`Reload`] ask,
+/// on a thread named `signals`.
+pub fn handle_signals(shutdown: Shutdown, reload: Reload) -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut signals = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])?;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                if shutdown.trigger() {
+                if signal == SIGHUP {
+                    if shutdown.is_set() {
+                        log::info!("Received SIGHUP while shutting down: ignored");
+                    } else {
+                        log::info!("Received SIGHUP: reading the provisioning files again");
+                        reload.ask();
+                    }
+                } else if shutdown.trigger() {
                     log::info!(
                         "Received signal {signal}: shutting down (open connections get 5 s)"
                     );

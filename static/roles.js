@@ -40,3 +40,14 @@ export function ReadOnly({ what }) {
     role() === 'operator' ? 'an operator' : 'a viewer'}: you can read ${what} but not change ${
     /s$/.test(what) ? 'them' : 'it'}. An administrator can.</p>`;
 }
+
+// What a provisioning file on the server defines (configuration as files) is
+// read-only for every role: the API answers 409; the file is changed instead.
+export function ProvisionedBadge({ file }) {
+  return html`<span class="badge provisioned" title="Defined by a file on the server: change the file and send SIGHUP (systemctl reload vrrp-monitor)">provisioned from ${file}</span>`;
+}
+
+export function ProvisionedNote({ what, file }) {
+  return html`<p class="callout provisioned-note" id="provisioned-note" role="note">${what} is provisioned from <code>${file}</code>${
+    ' '}on the server: it is read-only here. Change the file and send the server SIGHUP (<code>systemctl reload vrrp-monitor</code>).</p>`;
+}

@@ -1,6 +1,7 @@
 //! The settings block: retention and scheduler intervals, and the activity level
 //! overrides. Read at start from the config file, changed at run time through the
-//! API (and written back), applied without restart.
+//! API (and written back), applied without restart; provisioning files may set
+//! keys over it ([`Settings::provision`]).
 //!
 //! The parsing and acceptance rules are pure functions here; [`Settings`] is the
 //! live copy every reader shares.
@@ -156,9 +157,50 @@ pub fn validate_update(body: &Map<String, Value>) -> Result<Map<String, Value>, 
 }
 
 /// The live settings: the map as the API shows it, and the parsed overrides.
+///
+/// Two layers: the config file's block (changed by the API, written back) and
+/// the values provisioning files set (`provisioning`), which win and are never
+/// written to the config file. Taking a key out of its file brings the config
+/// file's value back.
 pub struct Settings {
-    values: RwLock<Map<String, Value>>,
-    overrides: RwLock<BTreeMap<String, Override>>,
+    inner: RwLock<Layers>,
+}
+
+struct Layers {
+    /// The config file's block, as read at start and changed through the API.
+    values: Map<String, Value>,
+    /// key → (validated value, the provisioning file that sets it).
+    provisioned: BTreeMap<String, (Value, String)>,
+    /// Parsed from the effective `activity_level_overrides`.
+    overrides: BTreeMap<String, Override>,
+}
+
+impl Layers {
+    fn effective(&self) -> Map<String, Value> {
+        let mut out = self.values.clone();
+        for (k, (v, _)) in &self.provisioned {
+            out.insert(k.clone(), v.clone());
+        }
+        out
+    }
+
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.provisioned
+            .get(key)
+            .map(|(v, _)| v)
+            .or_else(|| self.values.get(key))
+    }
+
+    fn reparse_overrides(&mut self) {
+        let text = self
+            .get(OVERRIDES_KEY)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if let Ok(parsed) = parse_overrides(&text) {
+            self.overrides = parsed;
+        }
+    }
 }
 
 impl Settings {
@@ -171,18 +213,22 @@ impl Settings {
             .to_owned();
         let overrides = parse_overrides(&text)?;
         Ok(Settings {
-            values: RwLock::new(values),
-            overrides: RwLock::new(overrides),
+            inner: RwLock::new(Layers {
+                values,
+                provisioned: BTreeMap::new(),
+                overrides,
+            }),
         })
     }
 
+    /// Every setting as it applies now (provisioned values over the file's).
     pub fn snapshot(&self) -> Map<String, Value> {
-        self.values.read().clone()
+        self.inner.read().effective()
     }
 
     /// A whole-number setting; `default` when missing or unreadable.
     pub fn number(&self, key: &str, default: u64) -> u64 {
-        self.values
+        self.inner
             .read()
             .get(key)
             .and_then(whole_number)
@@ -190,23 +236,64 @@ impl Settings {
             .map_or(default, |n| n.min(largest(key)))
     }
 
-    /// Applies validated values.
+    /// Applies validated values (the config file's layer).
     pub fn apply(&self, changes: &Map<String, Value>) {
-        if let Some(text) = changes.get(OVERRIDES_KEY).and_then(Value::as_str) {
-            if let Ok(parsed) = parse_overrides(text) {
-                *self.overrides.write() = parsed;
+        let mut inner = self.inner.write();
+        for (k, v) in changes {
+            inner.values.insert(k.clone(), v.clone());
+        }
+        inner.reparse_overrides();
+    }
+
+    /// The provisioning file that sets `key`, if one does.
+    pub fn provisioned_from(&self, key: &str) -> Option<String> {
+        self.inner
+            .read()
+            .provisioned
+            .get(key)
+            .map(|(_, f)| f.clone())
+    }
+
+    /// Every provisioned key with its file.
+    pub fn provisioned(&self) -> BTreeMap<String, String> {
+        self.inner
+            .read()
+            .provisioned
+            .iter()
+            .map(|(k, (_, f))| (k.clone(), f.clone()))
+            .collect()
+    }
+
+    /// Replaces the provisioned layer with validated values; returns each key
+    /// whose value or file changed, with a sentence saying how.
+    pub fn provision(&self, next: BTreeMap<String, (Value, String)>) -> Vec<(String, String)> {
+        let mut inner = self.inner.write();
+        let mut changes = Vec::new();
+        for (key, (value, file)) in &next {
+            if inner.provisioned.get(key) != Some(&(value.clone(), file.clone())) {
+                changes.push((key.clone(), format!("setting {key} = {value} from {file}")));
             }
         }
-        let mut values = self.values.write();
-        for (k, v) in changes {
-            values.insert(k.clone(), v.clone());
+        for (key, (_, file)) in &inner.provisioned {
+            if !next.contains_key(key) {
+                let back = inner.values.get(key).cloned().unwrap_or(Value::Null);
+                changes.push((
+                    key.clone(),
+                    format!("setting {key} no longer in {file}: back to the config file's {back}"),
+                ));
+            }
         }
+        if !changes.is_empty() {
+            inner.provisioned = next;
+            inner.reparse_overrides();
+        }
+        changes
     }
 }
 
 impl LevelPolicy for Settings {
     fn level_for(&self, kind: &str, level: ActivityLevel) -> Option<ActivityLevel> {
-        match self.overrides.read().get(kind) {
+        match self.inner.read().overrides.get(kind) {
             None => Some(level),
             Some(Override::Level(l)) => Some(*l),
             Some(Override::Drop) => None,
@@ -310,6 +397,56 @@ mod tests {
                 "{body}"
             );
         }
+    }
+
+    #[test]
+    fn provisioned_values_are_a_layer_over_the_files() {
+        let s = Settings::new(
+            json!({"token_retention_days": "30", "activity_level_overrides": ""})
+                .as_object()
+                .unwrap()
+                .clone(),
+        )
+        .unwrap();
+        let layer = |pairs: &[(&str, &str)]| -> BTreeMap<String, (Value, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), (json!(v), "a.yaml".to_owned())))
+                .collect()
+        };
+        let changed = s.provision(layer(&[
+            ("token_retention_days", "7"),
+            (OVERRIDES_KEY, "client.connected=none"),
+        ]));
+        assert_eq!(changed.len(), 2);
+        assert_eq!(s.number("token_retention_days", 0), 7);
+        assert_eq!(s.snapshot()["token_retention_days"], "7");
+        assert_eq!(s.level_for("client.connected", ActivityLevel::Info), None);
+        assert_eq!(
+            s.provisioned_from("token_retention_days").as_deref(),
+            Some("a.yaml")
+        );
+        // The API's layer changes underneath; the file's value still wins.
+        s.apply(json!({"token_retention_days": "12"}).as_object().unwrap());
+        assert_eq!(s.number("token_retention_days", 0), 7);
+        assert!(s
+            .provision(layer(&[
+                ("token_retention_days", "7"),
+                (OVERRIDES_KEY, "client.connected=none"),
+            ]))
+            .is_empty());
+        let changed = s.provision(BTreeMap::new());
+        assert_eq!(changed.len(), 2, "{changed:?}");
+        assert_eq!(
+            s.number("token_retention_days", 0),
+            12,
+            "the config file's value again"
+        );
+        assert_eq!(
+            s.level_for("client.connected", ActivityLevel::Info),
+            Some(ActivityLevel::Info)
+        );
+        assert!(s.provisioned().is_empty());
     }
 
     #[test]

@@ -62,6 +62,11 @@ pub const MIGRATIONS: &[(u32, &str, &str)] = &[
         "0010_drills.sql",
         include_str!("../../sql/0010_drills.sql"),
     ),
+    (
+        11,
+        "0011_provisioning.sql",
+        include_str!("../../sql/0011_provisioning.sql"),
+    ),
 ];
 
 #[derive(Debug)]

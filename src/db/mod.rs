@@ -14,6 +14,19 @@ pub use backup::backup;
 /// The database file in the data directory (the server, `backup`, `import-kasm`).
 pub const FILE: &str = "vrrp-monitor.db";
 
+/// A row id derived from what a provisioning file names (`kind` "webhook" or
+/// "silence", and its name): a UUID (version 8) from SHA-256, so a file's item
+/// keeps its id across reloads, restarts and both servers of a pair.
+pub fn stable_id(kind: &str, name: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(format!("vrrp-monitor {kind}\0{name}").as_bytes());
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_custom_bytes(bytes)
+        .into_uuid()
+        .to_string()
+}
+
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags};

@@ -76,6 +76,8 @@ pub struct App {
     pub drills: Arc<crate::drills::Running>,
     /// Active or standby in a server pair (issue 36).
     pub ha: Arc<crate::ha::Role>,
+    /// The provisioning directory and its last reading's outcome.
+    pub provisioning: Arc<crate::provisioning::Provisioning>,
 }
 
 impl App {

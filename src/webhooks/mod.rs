@@ -1,7 +1,9 @@
 //! Webhooks: templated deliveries of activity events to chat, paging and any
-//! HTTP endpoint. The template language lives in [`template`].
+//! HTTP endpoint. The template language lives in [`template`]; webhooks that
+//! provisioning files define are kept in line with them by [`provisioned`].
 
 pub mod delivery;
+pub mod provisioned;
 pub mod ready;
 pub mod store;
 pub mod target;

@@ -176,6 +176,19 @@ fn level_rank(level: &str) -> usize {
 }
 
 impl WebhookSpec {
+    /// What the audit log says of a webhook: its name, method and where it
+    /// goes, the URL masked past the host (Slack-style URLs carry their secret
+    /// in the path), and never its headers (which carry tokens).
+    pub fn described(&self) -> String {
+        format!(
+            "\"{}\" ({} {}, {})",
+            self.name.escape_debug(),
+            self.method,
+            crate::config::heartbeat::mask_url(&self.url),
+            if self.enabled { "on" } else { "off" }
+        )
+    }
+
     /// Whether an event of this kind and level is offered to the webhook.
     pub fn wants(&self, kind: &str, level: &str) -> bool {
         self.enabled
@@ -194,6 +207,9 @@ pub struct Webhook {
     pub last_attempt_at: Option<String>,
     pub created_at: String,
     pub updated_at: Option<String>,
+    /// The provisioning file that defines it (`webhooks.yaml`); `None` when
+    /// made through the API. A provisioned webhook is changed only by its file.
+    pub provisioned_from: Option<String>,
 }
 
 impl Webhook {
@@ -204,11 +220,12 @@ impl Webhook {
             "headers": s.headers, "bodyTemplate": s.body_template, "minLevel": s.min_level, "kinds": s.kinds,
             "timeoutMs": s.timeout_ms, "lastStatus": self.last_status, "lastError": self.last_error,
             "lastAttemptAt": self.last_attempt_at, "createdAt": self.created_at, "updatedAt": self.updated_at,
+            "provisionedFrom": self.provisioned_from,
         })
     }
 }
 
-fn from_row(r: &Row<'_>) -> rusqlite::Result<Webhook> {
+pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Webhook> {
     let headers: String = r.get("headers")?;
     let kinds: String = r.get("kinds")?;
     Ok(Webhook {
@@ -229,6 +246,7 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<Webhook> {
         last_attempt_at: r.get("last_attempt_at")?,
         created_at: r.get("created_at")?,
         updated_at: r.get("updated_at")?,
+        provisioned_from: r.get("provisioned_from")?,
     })
 }
 
@@ -266,7 +284,8 @@ pub fn create(db: &Db, spec: WebhookSpec, now: DateTime<Utc>) -> Result<Webhook,
     })
 }
 
-/// Replaces a webhook's configuration; `None` when it does not exist.
+/// Replaces a webhook's configuration; `None` when it does not exist or is
+/// provisioned (its file owns it: `super::provisioned`).
 pub fn update(
     db: &Db,
     id: &str,
@@ -277,7 +296,8 @@ pub fn update(
     db.write(move |c| {
         let n = c.execute(
             "UPDATE webhooks SET name = ?2, enabled = ?3, url = ?4, method = ?5, headers = ?6, body_template = ?7,
-                 min_level = ?8, kinds = ?9, timeout_ms = ?10, updated_at = ?11 WHERE id = ?1",
+                 min_level = ?8, kinds = ?9, timeout_ms = ?10, updated_at = ?11
+             WHERE id = ?1 AND provisioned_from IS NULL",
             params![wid, s.name, s.enabled as i64, s.url, s.method, Value::Object(s.headers.clone()).to_string(), s.body_template, s.min_level, json!(s.kinds).to_string(), s.timeout_ms as i64, at],
         )?;
         if n == 0 {
@@ -287,9 +307,18 @@ pub fn update(
     })
 }
 
+/// Deletes a webhook made through the API; false when there is none (a
+/// provisioned one is left to its file).
 pub fn delete(db: &Db, id: &str) -> Result<bool, DbError> {
     let id = id.to_owned();
-    db.write(move |c| Ok::<_, DbError>(c.execute("DELETE FROM webhooks WHERE id = ?1", [id])? > 0))
+    db.write(move |c| {
+        Ok::<_, DbError>(
+            c.execute(
+                "DELETE FROM webhooks WHERE id = ?1 AND provisioned_from IS NULL",
+                [id],
+            )? > 0,
+        )
+    })
 }
 
 #[cfg(test)]

@@ -1,13 +1,15 @@
 // Settings: retention and interval per cleanup scheduler with its status, live
 // from SCHEDULER_STATUS_UPDATE, and run-now buttons; the heartbeat with its last
-// outcome; the per-kind level overrides as a table. Every role reads them;
-// only an administrator's forms are enabled and have buttons.
+// outcome; the per-kind level overrides as a table; the provisioning files'
+// last reading. Every role reads them; only an administrator's forms are
+// enabled and have buttons, and a key a provisioning file sets is read-only
+// for everyone (the API answers 409).
 import { useEffect, useState } from 'preact/hooks';
 import { html, Time, useLoad, useTitle } from '../ui.js';
 import * as S from '../state.js';
 import { get, post, put } from '../api.js';
 import { Field, Input, FieldError, useErrors, When, useDirtyGuard, differs } from '../form.js';
-import { can, ReadOnly } from '../roles.js';
+import { can, ReadOnly, ProvisionedBadge, ProvisionedNote } from '../roles.js';
 
 const SCHEDULERS = [
   {
@@ -57,7 +59,7 @@ function Status({ status }) {
   </dl>`;
 }
 
-function Scheduler({ def, settings, onSaved }) {
+function Scheduler({ def, settings, fromFiles, onSaved }) {
   const initial = Object.fromEntries(def.keys.map(([k]) => [k, String(settings[k] ?? '')]));
   const [values, setValues] = useState(initial);
   const { errors, fail, clear } = useErrors();
@@ -87,8 +89,9 @@ function Scheduler({ def, settings, onSaved }) {
     <h2>${def.title}</h2>
     <${Status} status=${status} />
     <fieldset class="plain" disabled=${!can('change')}>
-    ${def.keys.map(([k, label, hint]) => html`<${Field} key=${k} label=${label} name=${k} error=${errors[k]} hint=${hint}>
-      <${Input} name=${k} values=${values} setValues=${setValues} errors=${errors} inputmode="numeric" /><//>`)}
+    ${def.keys.map(([k, label, hint]) => html`<${Field} key=${k} label=${label} name=${k} error=${errors[k]}
+      hint=${fromFiles[k] ? html`${hint} <${ProvisionedBadge} file=${fromFiles[k]} />` : hint}>
+      <${Input} name=${k} values=${values} setValues=${setValues} errors=${errors} inputmode="numeric" disabled=${!!fromFiles[k]} /><//>`)}
     </fieldset>
     <${FieldError} error=${errors['']} />
     ${can('change') && html`<div class="row">
@@ -182,7 +185,8 @@ function overrideMap(settings) {
   return Object.fromEntries(parseOverrides(settings[OVERRIDES]).map((r) => [r.kind, r.level]));
 }
 
-function Overrides({ settings, onSaved }) {
+function Overrides({ settings, fromFiles, onSaved }) {
+  const fromFile = fromFiles[OVERRIDES];
   const initial = overrideMap(settings);
   const [levels, setLevels] = useState(initial);
   const { errors, fail, clear } = useErrors();
@@ -203,12 +207,13 @@ function Overrides({ settings, onSaved }) {
   return html`<form class="card form" id="overrides" onSubmit=${save}>
     <h2>Level per kind</h2>
     <p class="muted">Record a kind at another level, or not at all (none). Events already stored keep their level.</p>
+    ${fromFile && html`<${ProvisionedNote} what="This table" file=${fromFile} />`}
     <div class="table-wrap"><table id="override-table" class="stack">
       <thead><tr><th scope="col">Kind</th><th scope="col">Own level</th><th scope="col">Recorded at</th></tr></thead>
       <tbody>${kinds.map((k) => html`<tr key=${k} data-kind=${k} class=${levels[k] ? 'overridden' : ''}>
         <td data-label="Kind"><code>${k}</code></td>
         <td data-label="Own level" class="muted">${DEFAULT_LEVEL[k] || '–'}</td>
-        <td data-label="Recorded at"><select aria-label=${`Level of ${k}`} value=${levels[k] || ''} class="level" disabled=${!can('change')}
+        <td data-label="Recorded at"><select aria-label=${`Level of ${k}`} value=${levels[k] || ''} class="level" disabled=${!can('change') || !!fromFile}
           onChange=${(e) => setLevels({ ...levels, [k]: e.currentTarget.value })}>
           <option value="">its own level</option>
           ${OVERRIDE_LEVELS.map((l) => html`<option key=${l} value=${l} disabled=${l === 'none' && NEVER_NONE.includes(k)}
@@ -217,29 +222,62 @@ function Overrides({ settings, onSaved }) {
       </tr>`)}</tbody>
     </table></div>
     <${FieldError} name=${OVERRIDES} error=${errors[OVERRIDES] || errors['']} />
-    ${can('change') && html`<div class="row">
+    ${can('change') && !fromFile && html`<div class="row">
       <button type="submit" class="primary">Save</button>
       ${note && html`<span role="status" class="note">${note}</span>`}
     </div>`}
   </form>`;
 }
 
+// The provisioning files (configuration as files): where they are, whether
+// the last reading (start or SIGHUP) was applied, and what they define.
+function Provisioning({ status }) {
+  if (!status) return null;
+  const defined = [
+    ...(status.webhooks || []).map((w) => html`<li key=${`w-${w.id}`}>webhook <a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a> <span class="muted">(${w.file})</span></li>`),
+    ...Object.entries(status.settings || {}).map(([k, f]) => html`<li key=${`s-${k}`}>setting <code>${k}</code> <span class="muted">(${f})</span></li>`),
+    ...(status.silences || []).map((s) => html`<li key=${`m-${s.id}`}>silence ${s.name} <span class="muted">(${s.file}, ${s.status})</span></li>`),
+  ];
+  return html`<section class="card" id="provisioning">
+    <h2>Configuration files</h2>
+    <p class="muted">Webhooks, settings and silences may be defined in <code>${status.directory}/*.yaml</code>${' '}on the server,
+      read at start and on SIGHUP (<code>systemctl reload vrrp-monitor</code>). What they define is read-only here.</p>
+    <dl class="facts">
+      <dt>Last reading</dt><dd id="provisioning-outcome">${!status.lastAttemptAt ? html`<span class="muted">none</span>` : html`
+        <span class=${`badge ${status.ok ? 'ok' : 'bad'}`}>${status.ok ? 'applied' : 'not applied'}</span>
+        ${' '}${status.lastTrigger === 'SIGHUP' ? 'on SIGHUP' : 'at start'}, <${Time} at=${status.lastAttemptAt} />`}</dd>
+      ${status.error && html`<dt>Error</dt><dd><span class="form-error" id="provisioning-error">${status.error}</span>
+        <br /><span class="muted">The configuration applied <${Time} at=${status.appliedAt} /> stays in force.</span></dd>`}
+      <dt>Files</dt><dd>${status.files && status.files.length ? status.files.join(', ') : html`<span class="muted">none</span>`}</dd>
+    </dl>
+    ${defined.length > 0 && html`<ul class="provisioned-list">${defined}</ul>`}
+  </section>`;
+}
+
 export function Settings() {
   useTitle('Settings');
+  const [provisioning, setProvisioning] = useState(null);
   const { data: settings, error, reload: load } = useLoad(async () => {
-    const [s, st] = await Promise.all([get('/api/v1/settings/cleanup'), get('/api/v1/settings/scheduler-status')]);
+    const [s, st, prov] = await Promise.all([get('/api/v1/settings/cleanup'), get('/api/v1/settings/scheduler-status'),
+      get('/api/v1/settings/provisioning').catch(() => null)]);
     // Pushed updates that arrived meanwhile are newer than this answer.
     S.schedulers.value = { ...(st?.schedulers || {}), ...S.schedulers.value };
+    setProvisioning(prov);
     return s || {};
   });
+  const fromFiles = provisioning?.settings || {};
   if (!settings) return html`<section><h1>Settings</h1>${error ? html`<p class="form-error">${error}</p>` : html`<p class="loading">Loading…</p>`}</section>`;
   return html`<section class="admin">
     <h1>Settings</h1>
     ${!can('change') && html`<${ReadOnly} what="the settings" />`}
+    ${provisioning && !provisioning.ok && provisioning.error && html`<p class="callout bad" id="provisioning-banner" role="alert">
+      The provisioning files were not applied: <code>${provisioning.error}</code>. The configuration in force stays;${' '}
+      <a href="#provisioning">configuration files</a>.</p>`}
     <div class="grid-2">
-      ${SCHEDULERS.map((d) => html`<${Scheduler} key=${d.name} def=${d} settings=${settings} onSaved=${load} />`)}
+      ${SCHEDULERS.map((d) => html`<${Scheduler} key=${d.name} def=${d} settings=${settings} fromFiles=${fromFiles} onSaved=${load} />`)}
     </div>
     <${Heartbeat} />
-    <${Overrides} settings=${settings} onSaved=${load} />
+    <${Overrides} settings=${settings} fromFiles=${fromFiles} onSaved=${load} />
+    <${Provisioning} status=${provisioning} />
   </section>`;
 }

@@ -1,12 +1,13 @@
 // The Silences view (maintenance windows, issue 20): list, end early, create by
 // kind; the action and banner shown elsewhere are in silence.js.
 // Silenced events are still listed; they carry `data.silenced` and raise no toast.
+// A silence a provisioning file defines says so and cannot be ended here.
 import { useEffect, useState } from 'preact/hooks';
 import { html, Time, useTitle } from '../ui.js';
 import { del } from '../api.js';
 import * as S from '../state.js';
 import { loadSilences, SilenceAction } from '../silence.js';
-import { can } from '../roles.js';
+import { can, ProvisionedBadge } from '../roles.js';
 
 function describe(m) {
   return [m.clusterKey && `cluster ${m.clusterKey}`, m.clientId && `host ${m.clientId}`, m.kind && `events ${m.kind}`]
@@ -29,9 +30,9 @@ export function Silences() {
       ${kind.trim() && html`<${SilenceAction} matcher=${{ kind: kind.trim() }} what=${kind} />`}</div>`}
     ${!list ? html`<p class="muted">Loading…</p>` : !list.length ? html`<p class="empty">No silences.</p>`
       : html`<ul class="silence-list">${list.map((s) => html`<li key=${s.id} class=${`silence ${s.status}`}>
-        <strong>${describe(s.matcher)}</strong> · ${s.status} · <${Time} at=${s.startsAt} /> – <${Time} at=${s.endsAt} />
-        · “${s.comment}” (${s.createdBy})
-        ${s.status !== 'expired' && can('silence') && html` <button type="button" class="ghost end-silence" onClick=${() => del(`/api/v1/silences/${encodeURIComponent(s.id)}`).then(loadSilences)}>End now</button>`}
+        <strong>${s.name ? `${s.name}: ` : ''}${describe(s.matcher)}</strong> · ${s.status} · <${Time} at=${s.startsAt} /> – <${Time} at=${s.endsAt} />
+        · “${s.comment}” (${s.createdBy})${s.provisionedFrom && html` <${ProvisionedBadge} file=${s.provisionedFrom} />`}
+        ${s.status !== 'expired' && !s.provisionedFrom && can('silence') && html` <button type="button" class="ghost end-silence" onClick=${() => del(`/api/v1/silences/${encodeURIComponent(s.id)}`).then(loadSilences)}>End now</button>`}
       </li>`)}</ul>`}
   </section>`;
 }

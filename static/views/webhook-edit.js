@@ -3,13 +3,15 @@
 // (POST /api/v1/webhooks/preview; the browser never renders templates), the
 // template's error located as a save would report it, and a test send. Below
 // administrator the stored webhook is shown read-only, without the preview (a
-// POST the server refuses to that role).
+// POST the server refuses to that role). A webhook a provisioning file defines
+// is read-only for everyone (the API answers 409): no save, no delete; an
+// administrator still sees the preview and may send a test.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { html, Confirm, useTitle } from '../ui.js';
 import { get, post, put, del } from '../api.js';
 import { navigate } from '../router.js';
 import { Field, Input, FieldError, useErrors, useDirtyGuard, useEscape, differs } from '../form.js';
-import { can, ReadOnly } from '../roles.js';
+import { can, ReadOnly, ProvisionedNote } from '../roles.js';
 
 const LEVELS = ['trace', 'info', 'warning', 'error'];
 const FIELDS = ['name', 'url', 'method', 'headers', 'bodyTemplate', 'minLevel', 'kinds', 'timeoutMs', 'enabled'];
@@ -120,6 +122,9 @@ export function WebhookEditor({ id }) {
   useEscape(() => navigate('/webhooks'));
   useTitle(isNew ? 'New webhook' : 'Webhook');
   const admin = can('change');
+  // Defined by a file on the server: read-only here whatever the role.
+  const fromFile = !isNew && saved ? saved.provisionedFrom : null;
+  const editable = admin && !fromFile;
   useEffect(() => {
     if (!isNew) {
       get('/api/v1/webhooks').then((list) => {
@@ -146,6 +151,7 @@ export function WebhookEditor({ id }) {
 
   async function save(e) {
     e.preventDefault();
+    if (!editable) return;
     clear();
     setStatus('');
     let body;
@@ -180,10 +186,10 @@ export function WebhookEditor({ id }) {
   return html`<section class="admin webhook-editor">
     <p><a href="/webhooks">← Webhooks</a></p>
     <h1>${isNew ? 'New webhook' : saved.name}</h1>
-    ${!admin && html`<${ReadOnly} what="webhooks" />`}
+    ${fromFile ? html`<${ProvisionedNote} what="This webhook" file=${fromFile} />` : !admin && html`<${ReadOnly} what="webhooks" />`}
     <div class="editor-grid">
       <form class="card form" id="webhook-form" onSubmit=${save}>
-        <fieldset class="plain" disabled=${!admin}>
+        <fieldset class="plain" disabled=${!editable}>
         ${text('name', 'Name')}
         <div class="field"><label class="switch"><input type="checkbox" id="f-enabled" checked=${values.enabled}
           onChange=${(e) => setV({ ...values, enabled: e.currentTarget.checked })} /> Enabled</label></div>
@@ -210,9 +216,9 @@ export function WebhookEditor({ id }) {
         </fieldset>
         <${FieldError} error=${errors['']} />
         ${admin && html`<div class="row">
-          <button type="submit" class="primary" id="save-webhook">${isNew ? 'Create webhook' : 'Save'}</button>
+          ${editable && html`<button type="submit" class="primary" id="save-webhook">${isNew ? 'Create webhook' : 'Save'}</button>`}
           <button type="button" id="send-test" onClick=${sendTest}>Send test</button>
-          ${!isNew && html`<button type="button" class="danger" id="delete-webhook" onClick=${() => setConfirm(true)}>Delete…</button>`}
+          ${!isNew && editable && html`<button type="button" class="danger" id="delete-webhook" onClick=${() => setConfirm(true)}>Delete…</button>`}
           ${status && html`<span role="status" id="webhook-status">${status}</span>`}
         </div>`}
         <${TestResult} result=${test} />

@@ -1,9 +1,10 @@
 // Webhooks: the list with an enabled switch and the last delivery's outcome.
-// The switch sends the whole configuration back (PUT replaces it).
+// The switch sends the whole configuration back (PUT replaces it). A webhook a
+// provisioning file defines says so and has no switch: its file changes it.
 import { useState } from 'preact/hooks';
 import { html, Time, useLoad, useTitle } from '../ui.js';
 import { get, put } from '../api.js';
-import { can } from '../roles.js';
+import { can, ProvisionedBadge } from '../roles.js';
 
 // The fields PUT takes, from a listed webhook.
 export function configOf(w) {
@@ -53,9 +54,9 @@ export function Webhooks() {
         <thead><tr><th scope="col">Enabled</th><th scope="col">Name</th><th scope="col">Sends</th><th scope="col">To</th>
           <th scope="col">Last delivery</th></tr></thead>
         <tbody>${list.map((w) => html`<tr key=${w.id} data-id=${w.id} class=${w.enabled ? '' : 'dim'}>
-          <td data-label="Enabled"><label class="switch"><input type="checkbox" checked=${w.enabled} disabled=${!admin} onChange=${() => toggle(w)}
-            aria-label=${`${w.name} enabled`} /></label></td>
-          <td data-label="Name"><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a></td>
+          <td data-label="Enabled"><label class="switch"><input type="checkbox" checked=${w.enabled} disabled=${!admin || !!w.provisionedFrom} onChange=${() => toggle(w)}
+            aria-label=${`${w.name} enabled`} title=${w.provisionedFrom ? `Provisioned from ${w.provisionedFrom}` : undefined} /></label></td>
+          <td data-label="Name"><a href=${`/webhooks/${encodeURIComponent(w.id)}`}>${w.name}</a>${w.provisionedFrom && html` <${ProvisionedBadge} file=${w.provisionedFrom} />`}</td>
           <td data-label="Sends">${w.minLevel} and above${w.kinds && w.kinds.length ? `; ${w.kinds.join(', ')}` : '; every kind'}</td>
           <td data-label="To" class="wrap">${w.method} <${Url} url=${w.url} /></td>
           <td data-label="Last delivery" class="wrap">${!w.lastAttemptAt ? html`<span class="muted">never</span>` : html`

@@ -18,6 +18,7 @@ mod drills;
 mod faults;
 mod history;
 mod pair;
+mod provisioning;
 mod readiness;
 mod roles;
 mod screens;

@@ -290,7 +290,8 @@ fn every_kind_comes_over_and_agents_users_and_webhooks_work_after_it() {
                      "body_template": "{\"text\": \"{{event.message}}\", \"kind\": \"{{event.kind}}\"}",
                      "min_level": "info", "kinds": "[\"keepalived.*\",\"client.*\"]", "timeout_ms": 2000,
                      "last_status": 200, "last_error": null, "last_attempt_at": "2026-11-20T10:00:01.000Z",
-                     "created_at": "2026-02-01T00:00:00.000Z", "updated_at": "2026-02-02T00:00:00.000Z" })
+                     "created_at": "2026-02-01T00:00:00.000Z", "updated_at": "2026-02-02T00:00:00.000Z",
+                     "provisioned_from": null })
         ]
     );
     assert!(rows(&db, "SELECT * FROM cluster_states").is_empty());

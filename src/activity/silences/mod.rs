@@ -11,6 +11,7 @@
 //! activity list does not depend on clusters).
 
 pub mod matcher;
+pub mod provisioned;
 #[cfg(test)]
 mod tests;
 
@@ -38,6 +39,19 @@ pub struct Silence {
     pub created_at: DateTime<Utc>,
     /// `silence.expired` was recorded (and its open incidents delivered).
     pub expired: bool,
+    /// The provisioning file that defines it and the name it has there; `None`
+    /// when made through the API. A provisioned silence is changed only by its
+    /// file ([`Silences::provision`]).
+    pub provisioned: Option<FromFile>,
+}
+
+/// Where a provisioned silence comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FromFile {
+    /// The file's name (`maintenance.yaml`).
+    pub file: String,
+    /// Its key in the files: unique across them, its id derived from it.
+    pub name: String,
 }
 
 impl Silence {
@@ -62,6 +76,8 @@ impl Silence {
             "createdBy": self.created_by,
             "createdAt": iso(self.created_at),
             "status": status,
+            "name": self.provisioned.as_ref().map(|p| &p.name),
+            "provisionedFrom": self.provisioned.as_ref().map(|p| &p.file),
         })
     }
 
@@ -98,7 +114,8 @@ impl Silences {
     pub fn load(db: Arc<Db>) -> Result<Silences, DbError> {
         let list = db.read(|c| {
             let mut stmt = c.prepare(
-                "SELECT id, cluster_key, client_id, kind, starts_at, ends_at, comment, created_by, created_at, expired
+                "SELECT id, cluster_key, client_id, kind, starts_at, ends_at, comment, created_by, created_at, expired,
+                        provisioned_from, provisioned_name
                  FROM silences ORDER BY created_at",
             )?;
             let rows = stmt
@@ -116,6 +133,10 @@ impl Silences {
                         created_by: r.get(7)?,
                         created_at: parse_time(&r.get::<_, String>(8)?),
                         expired: r.get::<_, i64>(9)? != 0,
+                        provisioned: match (r.get(10)?, r.get(11)?) {
+                            (Some(file), Some(name)) => Some(FromFile { file, name }),
+                            _ => None,
+                        },
                     })
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
@@ -168,6 +189,7 @@ impl Silences {
             created_by: created_by.to_owned(),
             created_at: now,
             expired: false,
+            provisioned: None,
         };
         let row = s.clone();
         self.db.write(move |c| {
@@ -185,11 +207,20 @@ impl Silences {
         Ok(json)
     }
 
+    /// The silence of this id, if any.
+    pub fn get(&self, id: &str) -> Option<Silence> {
+        self.list.read().iter().find(|s| s.id == id).cloned()
+    }
+
     /// Ends a silence now (`DELETE`): the `silences` thread expires it at its
     /// next look. False when there is no such silence or it already ended.
     pub fn end_now(&self, id: &str, now: DateTime<Utc>) -> Result<bool, DbError> {
         let mut list = self.list.write();
-        let Some(s) = list.iter_mut().find(|s| s.id == id) else {
+        // A provisioned silence is its file's to end.
+        let Some(s) = list
+            .iter_mut()
+            .find(|s| s.id == id && s.provisioned.is_none())
+        else {
             return Ok(false);
         };
         if s.expired || s.ends_at <= now {

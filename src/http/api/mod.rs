@@ -13,6 +13,7 @@ pub mod ha;
 pub mod heartbeat;
 pub mod history;
 pub mod metrics;
+pub mod provisioning;
 pub mod routes;
 pub mod settings;
 pub mod silences;

@@ -11,7 +11,7 @@
 
 use super::{
     activity, agents, api_tokens, audit as api_audit, auth as api_auth, drains, drills, ha,
-    heartbeat, history, metrics, settings, silences, static_files, users, webhooks,
+    heartbeat, history, metrics, provisioning, settings, silences, static_files, users, webhooks,
 };
 use crate::audit::{self, Note};
 use crate::auth::{self, AuthFailure, Role, Session};
@@ -183,6 +183,7 @@ pub const ROUTES: &[Route] = &[
         settings::clean_notifications,
     ),
     viewer("GET", "/api/v1/settings/scheduler-status", settings::status),
+    viewer("GET", "/api/v1/settings/provisioning", provisioning::status),
     viewer("GET", "/api/v1/ha", ha::get),
     viewer("GET", "/api/v1/settings/heartbeat", heartbeat::get),
     admin("PUT", "/api/v1/settings/heartbeat", heartbeat::put),

@@ -15,6 +15,12 @@ pub fn get(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
 
 pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
     let body = Body::parse(&req.body)?;
+    // A key a provisioning file sets is that file's to change.
+    for key in body.object().keys() {
+        if let Some(file) = app.settings.provisioned_from(key) {
+            return Err(super::provisioning::refused("setting", key, &file));
+        }
+    }
     let changes = settings::validate_update(body.object())
         .map_err(|(field, message)| invalid(&field, &message))?;
     {

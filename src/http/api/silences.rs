@@ -40,6 +40,9 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
 
 pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.get(3).copied().unwrap_or_default();
+    if let Some(p) = app.silences.get(id).and_then(|s| s.provisioned) {
+        return Err(super::provisioning::refused("silence", &p.name, &p.file));
+    }
     if !app.silences.end_now(id, app.clock.utc())? {
         return Err(ApiError::not_found("Silence not found"));
     }

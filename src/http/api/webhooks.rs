@@ -17,19 +17,6 @@ fn spec(app: &App, req: &Req) -> Result<store::WebhookSpec, ApiError> {
     Ok(spec)
 }
 
-/// What the audit log says of a webhook: its name, method and where it goes,
-/// the URL masked past the host (Slack-style URLs carry their secret in the
-/// path), and never its headers (which carry tokens).
-fn described(spec: &store::WebhookSpec) -> String {
-    format!(
-        "\"{}\" ({} {}, {})",
-        spec.name.escape_debug(),
-        spec.method,
-        crate::config::heartbeat::mask_url(&spec.url),
-        if spec.enabled { "on" } else { "off" }
-    )
-}
-
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     let hooks: Vec<_> = store::list(&app.db)?
         .iter()
@@ -45,7 +32,7 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
         hook.spec.name,
         session.username
     );
-    let summary = format!("Webhook {} created", described(&hook.spec));
+    let summary = format!("Webhook {} created", hook.spec.described());
     Ok(Resp::json(201, &hook.to_json()).audited(
         "webhook.created",
         format!("webhook {}", hook.id),
@@ -53,8 +40,21 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
     ))
 }
 
+/// A webhook a provisioning file defines is that file's to change: 409.
+fn refuse_provisioned(app: &App, id: &str) -> Result<(), ApiError> {
+    match store::get(&app.db, id)? {
+        Some(store::Webhook {
+            spec,
+            provisioned_from: Some(file),
+            ..
+        }) => Err(super::provisioning::refused("webhook", &spec.name, &file)),
+        _ => Ok(()),
+    }
+}
+
 pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.last().copied().unwrap_or_default();
+    refuse_provisioned(app, id)?;
     let spec = spec(app, req)?;
     match store::update(&app.db, id, spec, app.clock.utc())? {
         Some(hook) => {
@@ -63,7 +63,7 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
                 hook.spec.name,
                 session.username
             );
-            let summary = format!("Webhook {} changed", described(&hook.spec));
+            let summary = format!("Webhook {} changed", hook.spec.described());
             Ok(Resp::ok(&hook.to_json()).audited(
                 "webhook.updated",
                 format!("webhook {id}"),
@@ -76,6 +76,7 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
 
 pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiResult {
     let id = path.last().copied().unwrap_or_default();
+    refuse_provisioned(app, id)?;
     let name = store::get(&app.db, id)?.map(|h| h.spec.name);
     if !store::delete(&app.db, id)? {
         return Err(ApiError::not_found("Webhook not found"));
@@ -103,7 +104,7 @@ pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     let attempt = delivery::send(&spec, &rendered, &app.config.webhooks.allowed_networks);
     let summary = format!(
         "Test sent for webhook {}: {}",
-        described(&spec),
+        spec.described(),
         match (attempt.ok(), attempt.status) {
             (true, Some(s)) => format!("answered {s}"),
             (false, Some(s)) => format!("refused with {s}"),
