@@ -68,11 +68,13 @@ export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfir
   const [titleId] = useState(() => `dialog-title-${++dialogSeq}`);
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  // Set when we shut the dialog ourselves: its `close` event is ours, not Esc.
+  const shutByUs = useRef(false);
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
     if (open && !d.open) { setError(''); d.showModal(); }
-    if (!open && d.open) d.close();
+    if (!open && d.open) { shutByUs.current = true; d.close(); }
   }, [open]);
   const run = async () => {
     setBusy(true);
@@ -80,8 +82,14 @@ export function Confirm({ open, title, text, action, cancel = 'Cancel', onConfir
     try { await onConfirm(); } catch (e) { setError(e.message || String(e)); } finally { setBusy(false); }
   };
   // The close event is queued: after Cancel then a quick reopen it arrives
-  // when the dialog is open again. Only a dialog that is shut now (Esc) counts.
-  const closed = (e) => { if (open && !e.currentTarget.open) onClose(); };
+  // late, maybe after the new `open` rendered but before the effect showed the
+  // dialog again, when it would read as Esc and shut the reopened dialog (the
+  // flaky "Delete… does nothing" the browser tests caught). So the event of a
+  // close we made is ours and ignored; only one we did not make (Esc) counts.
+  const closed = (e) => {
+    if (shutByUs.current) { shutByUs.current = false; return; }
+    if (open && !e.currentTarget.open) onClose();
+  };
   return html`<dialog ref=${ref} id=${id} class="dialog" onClose=${closed} aria-labelledby=${titleId}>
     <h2 id=${titleId}>${title}</h2>
     ${text && html`<p>${text}</p>`}
