@@ -25,3 +25,21 @@ pub mod thread;
 
 pub use group::*;
 pub use member::{vips_of, Member};
+
+/// Every cluster grouped anew from the stored readings (the client records,
+/// the last readings, who is online now): what the cluster list falls back to
+/// when `cluster-eval` does not answer, and what a drill watches.
+pub fn from_stored(
+    db: &crate::db::Db,
+    readings: &crate::agents::readings::Latest,
+    agents: &crate::agents::AgentRegistry,
+) -> Result<Vec<Cluster>, crate::db::DbError> {
+    let hosts: Vec<HostView> = crate::agents::clients::list(db)?
+        .into_iter()
+        .filter_map(|c| {
+            let reading = readings.get(&c.id)?;
+            Some(HostView::new(&c, &reading, agents.is_online(&c.id)))
+        })
+        .collect();
+    Ok(group(&hosts))
+}

@@ -63,6 +63,33 @@ pub struct Drill {
 }
 
 impl Drill {
+    /// A drill asked for now, before its preflight: running, nothing measured.
+    pub fn new(
+        id: String,
+        cluster: String,
+        by: String,
+        reason: String,
+        forced: bool,
+        now: DateTime<Utc>,
+    ) -> Drill {
+        Drill {
+            id,
+            cluster,
+            status: Status::Running,
+            steps: Vec::new(),
+            old_master: None,
+            new_master: None,
+            takeover_ms: None,
+            return_ms: None,
+            findings: Vec::new(),
+            by,
+            reason,
+            forced,
+            started_at: crate::clock::iso(now),
+            finished_at: None,
+        }
+    }
+
     pub fn step(&mut self, at: DateTime<Utc>, what: impl Into<String>) {
         self.steps.push(Step {
             at: crate::clock::iso(at),

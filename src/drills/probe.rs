@@ -7,9 +7,8 @@ use super::run::{run, Limits, Probe};
 use super::{store, Running};
 use crate::activity::Event;
 use crate::agents::actions::{ActionError, ANSWER_WITHIN};
-use crate::agents::clients;
 use crate::agents::session::SessionHandles;
-use crate::clusters::{group, Cluster, HostView};
+use crate::clusters::Cluster;
 use crate::live::envelope_of;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -25,17 +24,7 @@ pub struct ServerProbe {
 
 /// Every cluster as the stored readings show it now.
 pub fn clusters_now(h: &SessionHandles) -> Vec<Cluster> {
-    let Ok(list) = clients::list(&h.db) else {
-        return Vec::new();
-    };
-    let hosts: Vec<HostView> = list
-        .into_iter()
-        .filter_map(|c| {
-            let reading = h.readings.get(&c.id)?;
-            Some(HostView::new(&c, &reading, h.agents.is_online(&c.id)))
-        })
-        .collect();
-    group(&hosts)
+    crate::clusters::from_stored(&h.db, &h.readings, &h.agents).unwrap_or_default()
 }
 
 /// Asks a client's agent to drain or undrain its host, in words when it fails.

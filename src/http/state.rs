@@ -6,7 +6,6 @@
 //! `agents::feed`, and `agents::session::SessionHandles`).
 
 use crate::activity::{ActivitySink, Event};
-use crate::agents::clients;
 use crate::agents::feed::{self, ClientsChanged};
 use crate::agents::readings::Latest;
 use crate::agents::session::SessionHandles;
@@ -108,18 +107,7 @@ impl App {
     /// Every cluster as the dashboard shows it, worst first, grouped anew from the
     /// stored readings.
     pub fn cluster_list(&self) -> Result<Vec<clusters::Cluster>, DbError> {
-        let hosts: Vec<clusters::HostView> = clients::list(&self.db)?
-            .into_iter()
-            .filter_map(|c| {
-                let reading = self.readings.get(&c.id)?;
-                Some(clusters::HostView::new(
-                    &c,
-                    &reading,
-                    self.agents.is_online(&c.id),
-                ))
-            })
-            .collect();
-        Ok(clusters::group(&hosts))
+        clusters::from_stored(&self.db, &self.readings, &self.agents)
     }
 
     /// What an agent session uses (see `agents::session`).

@@ -130,22 +130,14 @@ impl Probe for Fake {
 }
 
 fn drill() -> Drill {
-    Drill {
-        id: "0123456789abcdef".into(),
-        cluster: "|51|192.0.2.0/24".into(),
-        status: Status::Running,
-        steps: Vec::new(),
-        old_master: None,
-        new_master: None,
-        takeover_ms: None,
-        return_ms: None,
-        findings: Vec::new(),
-        by: "otto".into(),
-        reason: "quarterly".into(),
-        forced: true,
-        started_at: iso(t0()),
-        finished_at: None,
-    }
+    Drill::new(
+        "0123456789abcdef".into(),
+        "|51|192.0.2.0/24".into(),
+        "otto".into(),
+        "quarterly".into(),
+        true,
+        t0(),
+    )
 }
 
 fn start(fake: &Fake) -> Drill {

@@ -32,22 +32,14 @@ pub fn create(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
         .find(|c| c.key == key)
         .ok_or_else(|| ApiError::not_found("Cluster not found"))?;
     let now = app.clock.utc();
-    let mut drill = Drill {
-        id: uuid::Uuid::new_v4().to_string(),
-        cluster: cluster.key.clone(),
-        status: Status::Running,
-        steps: Vec::new(),
-        old_master: None,
-        new_master: None,
-        takeover_ms: None,
-        return_ms: None,
-        findings: Vec::new(),
-        by: session.actor.clone(),
-        reason: reason.clone(),
-        forced: force,
-        started_at: crate::clock::iso(now),
-        finished_at: None,
-    };
+    let mut drill = Drill::new(
+        uuid::Uuid::new_v4().to_string(),
+        cluster.key.clone(),
+        session.actor.clone(),
+        reason.clone(),
+        force,
+        now,
+    );
     let target = format!("cluster {}", cluster.key);
     let old = match crate::drills::preflight(&cluster, force) {
         Ok(old) => old,
