@@ -146,7 +146,7 @@ fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
             return None;
         }
     };
-    if let Some(refused) = refuse_foreign(&req) {
+    if let Some(refused) = refuse_token_in_url(&req).or_else(|| refuse_foreign(&req)) {
         return Some(refused.into_resp());
     }
     let result = api::routes::route(app, &req);
@@ -166,19 +166,8 @@ fn handle(app: &App, rq: &mut tiny_http::Request) -> Option<Resp> {
 /// A request with `Authorization: Bearer` and no cookie is exempt: a page on
 /// another origin cannot make a browser send that header (it needs a CORS
 /// preflight this server never grants), so these rules, which stop forged
-/// browser requests, do not apply to scripts. An API token in the query
-/// string is refused outright: URLs end up in proxy logs and browser history.
+/// browser requests, do not apply to scripts.
 fn refuse_foreign(req: &Req) -> Option<ApiError> {
-    if req
-        .query
-        .iter()
-        .any(|(k, v)| crate::auth::api_tokens::looks_like_token(v) || k == "access_token")
-    {
-        return Some(ApiError::new(
-            400,
-            "token: send API tokens in an Authorization: Bearer header, never in a URL (revoke one that was)",
-        ));
-    }
     if !matches!(req.method.as_str(), "POST" | "PUT" | "PATCH" | "DELETE") {
         return None;
     }
@@ -196,6 +185,20 @@ fn refuse_foreign(req: &Req) -> Option<ApiError> {
         return Some(ApiError::new(415, "content-type: must be application/json"));
     }
     None
+}
+
+/// An API token in the query string is refused outright, before any route:
+/// URLs end up in proxy logs and browser history.
+fn refuse_token_in_url(req: &Req) -> Option<ApiError> {
+    req.query
+        .iter()
+        .any(|(k, v)| crate::auth::api_tokens::looks_like_token(v) || k == "access_token")
+        .then(|| {
+            ApiError::new(
+                400,
+                "token: send API tokens in an Authorization: Bearer header, never in a URL (revoke one that was)",
+            )
+        })
 }
 
 fn to_tiny(resp: Resp, hsts: bool) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {

@@ -32,34 +32,11 @@ fn iso(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-/// A user of `role` made by the administrator; returns its session token.
-fn user(server: &Server, admin: &str, name: &str, role: &str) -> String {
-    let password = format!("{name}-password-1");
-    let a = server.post(
-        "/api/v1/users",
-        Auth::Cookie(admin),
-        &json!({ "username": name, "password": password, "role": role }).to_string(),
-    );
-    assert_eq!(a.status, 201, "{:?}", a.body);
-    server.login(name, &password)
-}
-
-/// A path segment, percent-encoded (cluster keys hold `|` and `/`).
-fn encode(segment: &str) -> String {
-    segment
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 fn drills_url(key: &str) -> String {
-    format!("/api/v1/clusters/{}/drills", encode(key))
+    format!(
+        "/api/v1/clusters/{}/drills",
+        vrrp_test_support::percent_encode(key)
+    )
 }
 
 /// A drain as an agent reports it: not drained.
@@ -283,7 +260,7 @@ fn drain_call(
 fn an_operator_drains_and_undrains_a_host_through_its_agent() {
     let server = Server::start();
     let admin = server.admin();
-    let operator = user(&server, &admin, "otto", "operator");
+    let operator = server.user(&admin, "otto", "operator");
     let mut host = Host::new(&server, &admin, "lb-d", "MASTER");
     host.drain = Some(undrained());
     host.report();
@@ -425,8 +402,8 @@ fn an_agent_without_actions_refuses_in_its_own_words() {
 fn drains_want_an_online_client_an_operator_and_a_reason() {
     let server = Server::start();
     let admin = server.admin();
-    let viewer = user(&server, &admin, "vera", "viewer");
-    let operator = user(&server, &admin, "otto", "operator");
+    let viewer = server.user(&admin, "vera", "viewer");
+    let operator = server.user(&admin, "otto", "operator");
     let body = r#"{"reason": "kernel update"}"#;
 
     // Registered, never connected: offline.
@@ -488,7 +465,7 @@ fn drains_want_an_online_client_an_operator_and_a_reason() {
 fn a_drill_the_preflight_refuses_is_kept_with_its_findings() {
     let server = Server::start();
     let admin = server.admin();
-    let operator = user(&server, &admin, "otto", "operator");
+    let operator = server.user(&admin, "otto", "operator");
     // Agents without actions (no `drain` in their readings), and a priority
     // tie: at risk, with a finding.
     let mut h1 = Host::new(&server, &admin, "h1", "MASTER");
@@ -581,7 +558,10 @@ fn a_drill_the_preflight_refuses_is_kept_with_its_findings() {
     );
 
     let a = server.get(
-        &format!("/api/v1/drills?cluster={}", encode(KEY)),
+        &format!(
+            "/api/v1/drills?cluster={}",
+            vrrp_test_support::percent_encode(KEY)
+        ),
         Auth::Cookie(&admin),
     );
     assert_eq!(a.status, 200, "{:?}", a.body);
@@ -610,7 +590,7 @@ fn a_drill_the_preflight_refuses_is_kept_with_its_findings() {
 fn a_drill_drains_the_master_times_the_takeover_and_undrains_it() {
     let server = Server::start();
     let admin = server.admin();
-    let operator = user(&server, &admin, "otto", "operator");
+    let operator = server.user(&admin, "otto", "operator");
     let mut h1 = Host::new(&server, &admin, "h1", "MASTER");
     let mut h2 = Host::new(&server, &admin, "h2", "BACKUP");
     let start = Utc::now() - chrono::Duration::minutes(10);

@@ -420,6 +420,20 @@ impl Server {
         self.login("admin", ADMIN_PASSWORD)
     }
 
+    /// A user of `role` made by the administrator (password `<name>-password-1`),
+    /// logged in: its session token.
+    pub fn user(&self, admin: &str, name: &str, role: &str) -> String {
+        let password = format!("{name}-password-1");
+        let a = self.post(
+            "/api/v1/users",
+            Auth::Cookie(admin),
+            &serde_json::json!({ "username": name, "password": password, "role": role })
+                .to_string(),
+        );
+        assert_eq!(a.status, 201, "{:?}", a.body);
+        self.login(name, &password)
+    }
+
     /// Sends a signal to the server.
     pub fn signal(&self, signal: i32) {
         unsafe_kill(self.pid(), signal);

@@ -9,14 +9,7 @@ use vrrp_monitor::clock::Clock;
 
 /// A user of `role` created by the administrator; returns its session token and id.
 fn user(server: &Server, admin: &str, name: &str, role: &str) -> (String, i64) {
-    let password = format!("{name}-password-1");
-    let a = server.post(
-        "/api/v1/users",
-        Auth::Cookie(admin),
-        &json!({ "username": name, "password": password, "role": role }).to_string(),
-    );
-    assert_eq!(a.status, 201, "{:?}", a.body);
-    let session = server.login(name, &password);
+    let session = server.user(admin, name, role);
     let me = server.get("/api/v1/me", Auth::Cookie(&session));
     assert_eq!(me.body["role"], role);
     assert_eq!(me.body["via"], "session");
@@ -435,37 +428,19 @@ fn each_change_leaves_one_audit_entry_and_no_secret_anywhere() {
     assert_eq!(a.status, 201, "{:?}", a.body);
     let silence = a.body["id"].as_str().unwrap().to_owned();
     expect("silence.created", "admin", "session", &server);
-    assert_eq!(
-        server
-            .delete(&format!("/api/v1/silences/{silence}"), Auth::Cookie(&admin))
-            .status,
-        200
-    );
-    expect("silence.deleted", "admin", "session", &server);
-    assert_eq!(
-        server
-            .delete(&format!("/api/v1/webhooks/{hook_id}"), Auth::Cookie(&admin))
-            .status,
-        200
-    );
-    expect("webhook.deleted", "admin", "session", &server);
-    assert_eq!(
-        server
-            .delete(
-                &format!("/api/v1/clients/{client_id}"),
-                Auth::Cookie(&admin)
-            )
-            .status,
-        200
-    );
-    expect("client.deleted", "admin", "session", &server);
-    assert_eq!(
-        server
-            .delete(&format!("/api/v1/users/{uid}"), Auth::Cookie(&admin))
-            .status,
-        200
-    );
-    expect("user.deleted", "admin", "session", &server);
+    for (path, action) in [
+        (format!("/api/v1/silences/{silence}"), "silence.deleted"),
+        (format!("/api/v1/webhooks/{hook_id}"), "webhook.deleted"),
+        (format!("/api/v1/clients/{client_id}"), "client.deleted"),
+        (format!("/api/v1/users/{uid}"), "user.deleted"),
+    ] {
+        assert_eq!(
+            server.delete(&path, Auth::Cookie(&admin)).status,
+            200,
+            "{path}"
+        );
+        expect(action, "admin", "session", &server);
+    }
     // Refused changes and reads leave nothing.
     assert_eq!(
         server

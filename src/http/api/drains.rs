@@ -41,9 +41,9 @@ fn act(app: &App, session: &Session, path: &[&str], action: &str, reason: String
     let client =
         clients::get(&app.db, id)?.ok_or_else(|| ApiError::not_found("Client not found"))?;
     let result = request(app, &client.id, action, reason.clone(), &session.actor)?;
-    let (kind, audit_action, summary) = if action == DRAIN {
+    // The event's kind names the audit action too.
+    let (kind, summary) = if action == DRAIN {
         (
-            "client.drained",
             "client.drained",
             format!(
                 "\"{}\" drained: {}",
@@ -53,7 +53,6 @@ fn act(app: &App, session: &Session, path: &[&str], action: &str, reason: String
         )
     } else {
         (
-            "client.undrained",
             "client.undrained",
             format!("\"{}\" undrained", client.name().escape_debug()),
         )
@@ -67,7 +66,7 @@ fn act(app: &App, session: &Session, path: &[&str], action: &str, reason: String
     )]);
     Ok(
         Resp::ok(&json!({ "drain": result.drain, "warning": result.error })).audited(
-            audit_action,
+            kind,
             format!("client {}", client.id),
             summary,
         ),
