@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the agent side of the server (issues 4 and 19). For each size, a
+# Benchmark of the agent side of the server. For each size, a
 # fresh server and that many simulated agents (the real agent protocol, one
 # reading per agent per second, the agent's reconnect ladder) print:
 #   - readings stored per second, reading-to-dashboard latency (p50, p99),

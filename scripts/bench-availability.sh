@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the availability figures (issue 20): stores the cluster history of
+# Benchmark of the availability figures: stores the cluster history of
 # CLUSTERS clusters (default 1,000) over DAYS days (default 400) with one failover
 # per cluster per day (a 5 s time without master, as its own incident, then the
 # other host master: two intervals a day), then times

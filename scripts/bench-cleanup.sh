@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of activity cleanup (issue 7): stores 1,000,000 old activity events,
+# Benchmark of activity cleanup: stores 1,000,000 old activity events,
 # runs the notification cleanup while an agent keeps sending events, and prints the
 # cleanup time and the longest time an event waited for its acknowledgement
 # (the ingest stall). Loopback only.   scripts/bench-cleanup.sh [EVENTS]

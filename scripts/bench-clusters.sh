@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of cluster evaluation (issue 6), three figures:
+# Benchmark of cluster evaluation, three figures:
 #  1. the evaluator's cost per reading with 1,000 clusters of 2 members (in-process,
 #     median and p99);
 #  2. the time to build GET /api/v1/keepalived/clusters at that size, with 2,000

@@ -10,7 +10,7 @@
 # (scripts/test.sh installs them). Release build; takes a few minutes.
 #
 # The 2,000 agents connect at a bounded rate (BENCH_CONNECT_PER_SECOND, default
-# 100/s): a connect storm is the server's connection path (issue 19), not the
+# 100/s): a connect storm is the server's connection path, not the
 # dashboard's figure. BENCH_AGENTS changes the fleet size.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Slow and hostile clients (issue 19, faults item 6): 10,000 idle TCP connections
+# Slow and hostile clients (faults item 6): 10,000 idle TCP connections
 # (reopened as the server closes them), slowloris clients and a dashboard
 # WebSocket that never reads, while 50 agents report and a dashboard measures.
 # Prints /api/health p50/p99/max sampled every 50 ms (target: p99 < 100 ms),
 # what the server closed, the agents' figures and the server's peak threads,
-# descriptors and memory. Loopback only. Issue 31 adds, beside these, UPGRADES
+# descriptors and memory. Loopback only. Beside these it runs UPGRADES
 # `Connection: upgrade` requests that are no handshake (held open, reopened once
 # answered) and ENDLESS headers without end, and prints the server's RSS growth
 # (target: < 32 MiB).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of outbound mode (issue 16), the server dialling its agents.
+# Benchmark of outbound mode, the server dialling its agents.
 # 1. Memory: AGENTS outbound load agents (vrrp-load outbound, one port each on
 #    127.0.0.1), registered through POST /api/v1/clients/outbound; once all are
 #    online and have reported for 10 s, prints the server's resident memory

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the server foundation (issue 2). Prints the server's resident memory
+# Benchmark of the server foundation. Prints the server's resident memory
 # after start, after 10,000 authenticated GET /api/v1/me over 20 concurrent
 # keep-alive connections, the requests per second, and what idle connections cost.
 # Traffic goes to loopback only.

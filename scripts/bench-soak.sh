@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak (issue 19): agents in clusters of two for a long run, a failover storm
+# Soak: agents in clusters of two for a long run, a failover storm
 # every minute (10% of the clusters swap MASTER and BACKUP), two dashboards and
 # one webhook receiver subscribed to vrrp.master_changed. Prints the server's
 # resident memory, threads and descriptors at the checkpoint minute and at the

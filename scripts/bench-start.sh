@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Start time to a listening socket, size and `file` output of the binaries of one
-# tarball (issue 32's closing figures, doc/performance.md). Each binary is started
+# tarball (figures in doc/performance.md). Each binary is started
 # RUNS times on a free loopback port with a fresh data folder; the time is from
 # the fork to the first accepted TCP connect (median and worst of RUNS). The
 # server is first started on a fresh data folder (reported apart), then

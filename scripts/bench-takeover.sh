@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-takeover.sh: how long after the master-down interval the server stores
-# vrrp.master_changed, for three ways of losing a master (issue 13).
+# vrrp.master_changed, for three ways of losing a master.
 #
 # Two hosts of scripts/lab with real keepalived (advert_int 1 s, so a
 # master-down interval of 4 s), one release vrrp-agent in each (the lab tests' config:

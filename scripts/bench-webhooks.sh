@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of webhooks (issue 8): render time per event of the largest ready-made
+# Benchmark of webhooks: render time per event of the largest ready-made
 # template (context, compile and render, as delivery does it), and events per second
 # a running server delivers to a receiver on loopback. Loopback only.
 set -euo pipefail

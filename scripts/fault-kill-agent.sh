@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19, fault 2: the agent killed with SIGKILL at a random moment of each of
+# Fault 2: the agent killed with SIGKILL at a random moment of each of
 # ROUNDS real failovers (default 50) in the lab. Prints how many state changes
 # keepalived made and how many the server stored (each must be there once).
 # Needs root. Usage: scripts/fault-kill-agent.sh [ROUNDS]  (VRRP_AGENT_KILL_SEED=n repeats a run)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19, fault 1: the server killed with SIGKILL at random moments during
+# Fault 1: the server killed with SIGKILL at random moments during
 # ingest, ROUNDS times (default 100). Prints how many acknowledged events were
 # stored, missing or stored twice, the unclean starts, and the integrity checks.
 # Usage: scripts/fault-kill-server.sh [ROUNDS]   (VRRP_KILL9_SEED=n repeats a run)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 19, fault 3: both hosts of a cluster lose the management network for
+# Fault 3: both hosts of a cluster lose the management network for
 # SECS seconds (default 300) during two real failovers; then heal. Prints the state
 # changes keepalived made and the server stored, the incident events and how long
 # the agents took to come back. Needs root. Usage: scripts/fault-partition.sh [SECS]

@@ -35,7 +35,7 @@ for t in "${targets[@]}"; do
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*')
   # What `cargo fuzz cmin` does, without rebuilding, and smaller: a set cover of
   # the edges (hit counts ignored), so the corpus in git covers the same edges
-  # with the fewest inputs (18,078 files became 1,992 this way, issue 35).
+  # with the fewest inputs (18,078 files became 1,992 this way).
   rm -rf "min/$t" && mkdir -p "min/$t"
   if "target/x86_64-unknown-linux-gnu/release/$t" -set_cover_merge=1 -use_counters=0 "min/$t" "corpus/$t" >/dev/null 2>&1; then
     rm -rf "corpus/$t" && mv "min/$t" "corpus/$t"

@@ -1,4 +1,4 @@
--- Cluster history (issue 20): one row per interval in which a cluster's confirmed
+-- Cluster history: one row per interval in which a cluster's confirmed
 -- state (masters, incident health, open incident) held. Times are Unix
 -- milliseconds so a year of a thousand clusters reads quickly. An open interval
 -- (`open` = 1) is the one holding now; its `to_ms` is the last moment the server

@@ -1,4 +1,4 @@
--- Silences (issue 20): maintenance windows. Matching events are stored with
+-- Silences: maintenance windows. Matching events are stored with
 -- `data.silenced` and not delivered to webhooks while one is active. `expired`
 -- is set once `silence.expired` was recorded and the open incidents it held back
 -- were delivered, so a restart does neither twice.

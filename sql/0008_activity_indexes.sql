@@ -1,4 +1,4 @@
--- Indexes into the activity list for what the dashboard asks most (issue 14).
+-- Indexes into the activity list for what the dashboard asks most.
 --
 -- Which stored events name which cluster: the cluster detail asks for the events
 -- of one cluster, and finding them by reading every event's JSON took seconds

@@ -389,7 +389,7 @@ fn shared_state(
         counters.clone(),
         config.webhooks.allowed_networks.clone(),
     ));
-    // Issue 36: of a pair, only the server holding `ha.vip` sends webhooks.
+    // Of a pair, only the server holding `ha.vip` sends webhooks.
     let role = Arc::new(ha::Role::new(&config.ha, clock.utc()));
     let webhooks = Arc::new(ha::Gate::new(
         webhooks,

@@ -127,7 +127,7 @@ function LiveIndicator() {
   return html`<span class=${`live ${c}`} role="status" aria-live="polite" id="live-indicator">${text}</span>`;
 }
 
-// A server pair (issue 36): the server without the VIP says "standby" (it
+// A server pair: the server without the VIP says "standby" (it
 // records everything, sends no webhooks). Asked every 10 s.
 const pair = signal(null);
 function PairRole() {

@@ -1,4 +1,4 @@
-// Cluster history and availability (issue 20): the cluster detail's one
+// Cluster history and availability: the cluster detail's one
 // timeline of who was master when, for 24 h / 7 d / 30 d (drawn by the shared
 // `MasterTimeline`: incidents shaded, time nobody observed hatched), fed by the
 // server's history intervals, with the cluster's stored events only for the time

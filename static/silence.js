@@ -1,4 +1,4 @@
-// Silences shown where they apply (issue 20): the "Silence for…" action on a
+// Silences shown where they apply: the "Silence for…" action on a
 // cluster or a client (1 h, 4 h, until tomorrow) and the banner of a silence that
 // covers what is shown. The list lives in state.js (`silences`).
 import { useEffect, useState } from 'preact/hooks';

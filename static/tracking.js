@@ -1,4 +1,4 @@
-// What keepalived tracks and why an instance is in FAULT (issue 33), shared by
+// What keepalived tracks and why an instance is in FAULT, shared by
 // the cluster and client views: the cause beside a FAULT member (the server's
 // own words, `faultReason`), an instance's tracked items with their state, and
 // which backups hear another master than the one the server sees.

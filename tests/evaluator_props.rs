@@ -1,4 +1,4 @@
-//! Property test of the cluster evaluator (issue 13): random sequences of
+//! Property test of the cluster evaluator: random sequences of
 //! readings, connections, disconnections, keepalived stops, moves between two
 //! networks, departures of two to four hosts and server restarts, on a clock the
 //! test moves, with the evaluator's promises checked after every evaluation and,
@@ -14,7 +14,7 @@
 //! them (`Op::Burst`), under the thread's own rule ([`ReadingBatch`]): a host's
 //! second reading is never merged with its first while that may be a first
 //! report. A second property runs
-//! cases inside a new cluster's first master-down interval (issue 37): first
+//! cases inside a new cluster's first master-down interval: first
 //! readings, then changes, bursts and restarts a few milliseconds to a second
 //! apart, as the real clock times them.
 //!
@@ -646,7 +646,7 @@ impl World {
                 _ => BTreeSet::new(),
             };
             // Each newcomer's first report, not a later reading of the same
-            // batch (issue 37: that one is a change to report).
+            // batch (That one is a change to report).
             let first_report = |m: &vrrp_monitor::clusters::Member| {
                 self.hosts
                     .values()
@@ -1053,7 +1053,7 @@ fn the_checks_see_a_failover() {
     assert_eq!(inc.last_sole.as_ref().map(|(_, h)| h.as_str()), Some("b"));
 }
 
-/// Issue 37's scenarios: lb-a ("a") reports MASTER and lb-b ("b") BACKUP, each
+/// First-window scenarios: lb-a ("a") reports MASTER and lb-b ("b") BACKUP, each
 /// its first reading, and what follows comes in the same batch or a moment
 /// later. Runs the steps, lets everything settle, and hands back the events as
 /// (kind, master, previousMaster).

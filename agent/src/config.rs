@@ -91,7 +91,7 @@ pub struct Config {
     pub listen_port: u16,
     pub enable_status_page: bool,
     pub enable_register_page: bool,
-    /// `maxServers` (issue 36): how many servers may register this agent (1 to
+    /// `maxServers`: how many servers may register this agent (1 to
     /// `MAX_SERVERS`, default 1). Above 1, the setup PIN and the register routes stay
     /// open until that many are registered; at 1 nothing differs from before.
     pub max_servers: usize,

@@ -22,6 +22,7 @@ pub mod keepalived;
 pub mod lifecycle;
 pub mod logging;
 pub mod reader;
+pub mod register_once;
 pub mod registration;
 pub mod store;
 pub mod web;

@@ -1,5 +1,5 @@
 //! The `vrrp-agent` binary: the command line (`cli`), then the library
-//! (`lifecycle::main`).
+//! (`lifecycle::main`, or `register_once::main` for `vrrp-agent register`).
 
 use vrrp_agent::cli::{self, Command};
 
@@ -10,6 +10,9 @@ fn main() {
         Ok(Command::Help) => {
             print!("{}", cli::help());
             0
+        }
+        Ok(Command::Register { token_file }) => {
+            vrrp_agent::register_once::main(token_file.as_deref())
         }
         Ok(Command::Version) => {
             println!("vrrp-agent {}", vrrp_agent::lifecycle::VERSION);

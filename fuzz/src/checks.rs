@@ -8,7 +8,7 @@ fn text(data: &[u8]) -> Option<&str> {
     std::str::from_utf8(data).ok()
 }
 
-/// Every VIP a parsed dump keeps is an address (issue 23's rule).
+/// Every VIP a parsed dump keeps is an address (the parser's rule).
 fn vips_are_addresses(dump: &vrrp_agent::keepalived::parse::ParsedDump) {
     for i in &dump.instances {
         for v in &i.vips {
@@ -21,7 +21,7 @@ fn vips_are_addresses(dump: &vrrp_agent::keepalived::parse::ParsedDump) {
     }
 }
 
-/// Unicast peers and the master router a parsed dump keeps are addresses (issue 33):
+/// Unicast peers and the master router a parsed dump keeps are addresses:
 /// nothing else of those lines, whatever the input, reaches a reading.
 fn peers_are_addresses(dump: &vrrp_agent::keepalived::parse::ParsedDump) {
     for i in &dump.instances {

@@ -44,19 +44,6 @@ pub(crate) fn get_json(addr: &str, path: &str, cookie: &str) -> Result<Value, St
     serde_json::from_slice(&body).map_err(|e| e.to_string())
 }
 
-pub(crate) fn reading(sent_us: u64) -> Value {
-    let instance = |name: &str, vrid: u32, vip: &str| {
-        json!({ "name": name, "state": "BACKUP", "wantedState": "BACKUP", "interface": "eth0", "vrid": vrid,
-                "priority": 100, "effectivePriority": 100, "advertInterval": 1, "vips": [vip],
-                "syncGroup": null, "lastTransition": "2026-11-21T08:00:00.000Z",
-                "stats": { "advertisements_received": 1000, "advertisements_sent": 0, "became_master": 0 } })
-    };
-    json!({ "collectedAt": "2026-11-21T08:00:00.000Z", "running": true, "pid": 100, "version": "2.2.7",
-            "source": "data", "error": null,
-            "instances": [instance("VI_1", 51, "192.0.2.100/24"), instance("VI_2", 52, "198.51.100.100/24")],
-            "syncGroups": [], "benchSentUs": sent_us })
-}
-
 /// The AUTH message a load agent opens its session with (inbound and outbound alike).
 pub(crate) fn auth_message(hostname: &str) -> Message {
     let auth = json!({ "type": "AUTH", "payload": { "hostname": hostname, "version": "load", "capabilities": ["vrrp"] } });

@@ -181,10 +181,25 @@ pub fn reading_for(shared: &Shared, i: usize, sent_us: u64) -> Value {
     pair_reading(i, shared.pairs, flips, sent_us)
 }
 
+/// The reading every load agent sends: two BACKUP instances, stamped with its send
+/// time (`benchSentUs`) so the dashboard side can measure the latency.
+pub(crate) fn reading(sent_us: u64) -> Value {
+    let instance = |name: &str, vrid: u32, vip: &str| {
+        json!({ "name": name, "state": "BACKUP", "wantedState": "BACKUP", "interface": "eth0", "vrid": vrid,
+                "priority": 100, "effectivePriority": 100, "advertInterval": 1, "vips": [vip],
+                "syncGroup": null, "lastTransition": "2026-11-21T08:00:00.000Z",
+                "stats": { "advertisements_received": 1000, "advertisements_sent": 0, "became_master": 0 } })
+    };
+    json!({ "collectedAt": "2026-11-21T08:00:00.000Z", "running": true, "pid": 100, "version": "2.2.7",
+            "source": "data", "error": null,
+            "instances": [instance("VI_1", 51, "192.0.2.100/24"), instance("VI_2", 52, "198.51.100.100/24")],
+            "syncGroups": [], "benchSentUs": sent_us })
+}
+
 /// The reading of agent `i` after its pair failed over `flips` times (any agent
 /// alone, inbound or outbound, with `pairs` false).
 pub fn pair_reading(i: usize, pairs: bool, flips: u32, sent_us: u64) -> Value {
-    let mut r = super::agents::reading(sent_us);
+    let mut r = reading(sent_us);
     if pairs {
         let pair = i / 2;
         let vip = format!("10.{}.{}.100/24", pair / 256, pair % 256);

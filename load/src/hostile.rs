@@ -1,4 +1,4 @@
-//! Slow and hostile clients (issue 19, faults item 6) while agents and a
+//! Slow and hostile clients (faults item 6) while agents and a
 //! dashboard go on: many idle TCP connections (reopened as the server closes
 //! them, so the pressure stays), slowloris clients that trickle a request's
 //! headers a byte at a time, and a dashboard WebSocket that never reads. Issue

@@ -8,11 +8,14 @@
 
 use crate::activity::messages::{and_list, in_fault};
 use crate::clusters::{vips_of, Cluster, Member};
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// Who is master among the live members.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Who is master among the live members. Persisted (in the confirmed state) as
+/// `{"kind": "one", "ids": [id]}`: [`RolesRow`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "RolesRow", try_from = "RolesRow")]
 pub enum Roles {
     /// No member is live: nothing can be said about the roles.
     Unknown,
@@ -24,8 +27,50 @@ pub enum Roles {
     Several(Vec<String>),
 }
 
+/// The stored shape of [`Roles`]: a kind and the master ids it names.
+#[derive(Serialize, Deserialize)]
+struct RolesRow {
+    kind: RolesKind,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    ids: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RolesKind {
+    Unknown,
+    None,
+    One,
+    Several,
+}
+
+impl From<Roles> for RolesRow {
+    fn from(r: Roles) -> RolesRow {
+        let (kind, ids) = match r {
+            Roles::Unknown => (RolesKind::Unknown, Vec::new()),
+            Roles::None => (RolesKind::None, Vec::new()),
+            Roles::One(id) => (RolesKind::One, vec![id]),
+            Roles::Several(ids) => (RolesKind::Several, ids),
+        };
+        RolesRow { kind, ids }
+    }
+}
+
+impl TryFrom<RolesRow> for Roles {
+    type Error = &'static str;
+    fn try_from(r: RolesRow) -> Result<Roles, Self::Error> {
+        Ok(match r.kind {
+            RolesKind::Unknown => Roles::Unknown,
+            RolesKind::None => Roles::None,
+            RolesKind::One => Roles::One(r.ids.into_iter().next().ok_or("one master, no id")?),
+            RolesKind::Several => Roles::Several(r.ids),
+        })
+    }
+}
+
 /// Incident health, first matching row of the spec's table wins.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum IncidentHealth {
     Unreachable,
     SplitBrain,
@@ -51,8 +96,10 @@ impl IncidentHealth {
     }
 }
 
-/// One reason behind an incident (`data.incident.reasons[]`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One reason behind an incident (`data.incident.reasons[]`, with its sentence:
+/// [`Reason`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
 pub enum Finding {
     Unreachable {
         hosts: Vec<String>,
@@ -70,6 +117,8 @@ pub enum Finding {
     /// host stays in FAULT is a new finding.
     Fault {
         host: String,
+        // A reason persisted before causes were known reads as none reported.
+        #[serde(default = "no_causes", deserialize_with = "causes_list")]
         causes: Value,
     },
     VipMismatch {
@@ -115,70 +164,30 @@ impl Finding {
     }
 
     /// The reason as `data.incident.reasons[]` carries it.
-    pub fn to_json(&self) -> Value {
-        let text = self.text();
-        match self {
-            Finding::Unreachable { hosts } => {
-                json!({ "type": "unreachable", "text": text, "hosts": hosts })
-            }
-            Finding::SplitBrain { hosts } => {
-                json!({ "type": "split-brain", "text": text, "hosts": hosts })
-            }
-            Finding::NoMaster => json!({ "type": "no-master", "text": text }),
-            Finding::NotReporting { host, last_state } => {
-                json!({ "type": "not-reporting", "text": text, "host": host, "lastState": last_state })
-            }
-            Finding::Fault { host, causes } => {
-                json!({ "type": "fault", "text": text, "host": host, "causes": causes })
-            }
-            Finding::VipMismatch { host, missing } => {
-                json!({ "type": "vip-mismatch", "text": text, "host": host, "missing": missing })
-            }
-            Finding::SingleMember => json!({ "type": "single-member", "text": text }),
+    pub fn reason(&self) -> Reason<'_> {
+        Reason {
+            finding: self,
+            text: self.text(),
         }
     }
 }
 
-impl Finding {
-    /// Reads back what [`Finding::to_json`] wrote (persisted incidents).
-    pub fn from_json(v: &Value) -> Option<Finding> {
-        let strings = |key: &str| -> Vec<String> {
-            v[key].as_array().map_or_else(Vec::new, |a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-        };
-        let host = || v["host"].as_str().map(str::to_owned);
-        Some(match v["type"].as_str()? {
-            "unreachable" => Finding::Unreachable {
-                hosts: strings("hosts"),
-            },
-            "split-brain" => Finding::SplitBrain {
-                hosts: strings("hosts"),
-            },
-            "no-master" => Finding::NoMaster,
-            "not-reporting" => Finding::NotReporting {
-                host: host()?,
-                last_state: v["lastState"].as_str()?.to_owned(),
-            },
-            // A reason persisted before causes were known reads as none reported.
-            "fault" => Finding::Fault {
-                host: host()?,
-                causes: v
-                    .get("causes")
-                    .filter(|c| c.is_array())
-                    .cloned()
-                    .unwrap_or_else(|| json!([])),
-            },
-            "vip-mismatch" => Finding::VipMismatch {
-                host: host()?,
-                missing: strings("missing"),
-            },
-            "single-member" => Finding::SingleMember,
-            _ => return None,
-        })
-    }
+/// A finding as `data.incident.reasons[]` carries it: its fields and `text`.
+#[derive(Debug, Serialize)]
+pub struct Reason<'a> {
+    #[serde(flatten)]
+    pub finding: &'a Finding,
+    pub text: String,
+}
+
+fn no_causes() -> Value {
+    Value::Array(Vec::new())
+}
+
+/// `causes` as stored; anything but a list reads as none reported.
+fn causes_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Value, D::Error> {
+    let v = Value::deserialize(d)?;
+    Ok(if v.is_array() { v } else { no_causes() })
 }
 
 impl IncidentHealth {
@@ -190,32 +199,6 @@ impl IncidentHealth {
             "vip-mismatch" => IncidentHealth::VipMismatch,
             "degraded" => IncidentHealth::Degraded,
             "ok" => IncidentHealth::Ok,
-            _ => return None,
-        })
-    }
-}
-
-impl Roles {
-    pub fn to_json(&self) -> Value {
-        match self {
-            Roles::Unknown => json!({ "kind": "unknown" }),
-            Roles::None => json!({ "kind": "none" }),
-            Roles::One(id) => json!({ "kind": "one", "ids": [id] }),
-            Roles::Several(ids) => json!({ "kind": "several", "ids": ids }),
-        }
-    }
-
-    pub fn from_json(v: &Value) -> Option<Roles> {
-        let ids: Vec<String> = v["ids"].as_array().map_or_else(Vec::new, |a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(str::to_owned))
-                .collect()
-        });
-        Some(match v["kind"].as_str()? {
-            "unknown" => Roles::Unknown,
-            "none" => Roles::None,
-            "one" => Roles::One(ids.into_iter().next()?),
-            "several" => Roles::Several(ids),
             _ => return None,
         })
     }
@@ -297,7 +280,7 @@ pub fn observe(cluster: &Cluster) -> Observed {
                     .fault_causes
                     .as_ref()
                     .and_then(|c| serde_json::to_value(c).ok())
-                    .unwrap_or_else(|| json!([])),
+                    .unwrap_or_else(no_causes),
             });
         }
     }
@@ -348,6 +331,15 @@ pub fn observe(cluster: &Cluster) -> Observed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn reason(f: &Finding) -> Value {
+        serde_json::to_value(f.reason()).expect("a reason serialises")
+    }
+
+    fn read_back(v: &Value) -> Option<Finding> {
+        serde_json::from_value(v.clone()).ok()
+    }
     use crate::clusters::{group, HostView};
 
     const V: &[&str] = &["192.0.2.100/24"];
@@ -509,14 +501,14 @@ mod tests {
         let types: Vec<String> = seen
             .findings
             .iter()
-            .map(|f| f.to_json()["type"].as_str().unwrap().to_owned())
+            .map(|f| reason(&f)["type"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(
             types,
             ["not-reporting", "fault", "fault"],
             "a second host in FAULT is its own finding"
         );
-        let nr = seen.findings[0].to_json();
+        let nr = reason(&seen.findings[0]);
         assert_eq!(
             (nr["host"].as_str(), nr["lastState"].as_str()),
             (Some("d"), Some("BACKUP"))
@@ -528,7 +520,7 @@ mod tests {
             ("b", true, true, "MASTER", V),
         ]));
         assert_eq!(
-            split.findings[0].to_json(),
+            reason(&split.findings[0]),
             json!({ "type": "split-brain", "text": "a and b are both MASTER at once (split brain).", "hosts": ["a", "b"] })
         );
 
@@ -543,10 +535,10 @@ mod tests {
             ("b", true, true, "BACKUP", V),
         ]));
         assert_eq!(
-            mismatch.findings[0].to_json()["missing"],
+            reason(&mismatch.findings[0])["missing"],
             json!(["192.0.2.101/24"])
         );
-        assert_eq!(mismatch.findings[0].to_json()["host"], "b");
+        assert_eq!(reason(&mismatch.findings[0])["host"], "b");
 
         let gone = observe(&cluster(&[
             ("a", false, true, "MASTER", V),
@@ -610,9 +602,9 @@ mod tests {
             .identity(),
             "another cause is another finding"
         );
-        assert_eq!(Finding::from_json(&script.to_json()), Some(script));
+        assert_eq!(read_back(&reason(&script)), Some(script));
         assert_eq!(
-            Finding::from_json(&json!({ "type": "fault", "host": "h", "text": "h is in FAULT." }))
+            read_back(&json!({ "type": "fault", "host": "h", "text": "h is in FAULT." }))
                 .map(|f| f.text()),
             Some("h is in FAULT; keepalived reports no cause.".to_owned())
         );

@@ -53,7 +53,7 @@ const MAX_UNRECORDED: usize = 10_000;
 /// in a new cluster's first master-down interval rule 4 takes a member's first
 /// report silently as the confirmed state, and what follows it is a change to be
 /// confirmed and reported. Merged, the later reading was taken for the first
-/// report and the change was lost (or, undone later, invented) (issue 37).
+/// report and the change was lost (or, undone later, invented).
 #[derive(Debug, Default)]
 pub struct ReadingBatch {
     hosts: HashSet<String>,
@@ -119,7 +119,7 @@ pub enum EvalMsg {
     /// The cluster list as `GET /api/v1/keepalived/clusters` serves it, built from
     /// the grouping kept here (every message sent before this one included).
     List(crossbeam_channel::Sender<Vec<u8>>),
-    /// A test hook (`SVC_TEST_HOOKS=1`, issue 36): the thread stops here until
+    /// A test hook (`SVC_TEST_HOOKS=1`): the thread stops here until
     /// the sender sends or is dropped, as a stuck evaluator would.
     Hold(crossbeam_channel::Receiver<()>),
 }
@@ -228,9 +228,7 @@ impl Runner {
             Ok::<_, DbError>(rows)
         })?;
         let restored = states.into_iter().filter_map(|(key, text)| {
-            let state = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| Confirmed::from_json(&v));
+            let state = serde_json::from_str::<Confirmed>(&text).ok();
             if state.is_none() {
                 log::warn!("The stored state of cluster {key} does not read; it starts anew");
             }
@@ -607,7 +605,9 @@ impl Runner {
             .map(|k| {
                 (
                     k.clone(),
-                    self.evaluator.confirmed(k).map(|c| c.to_json().to_string()),
+                    self.evaluator
+                        .confirmed(k)
+                        .and_then(|c| serde_json::to_string(c).ok()),
                 )
             })
             .chain(outcome.removed.iter().map(|k| (k.clone(), None)))
@@ -700,7 +700,7 @@ impl crate::activity::silences::OpenIncidents for StoredIncidents {
         };
         states
             .iter()
-            .filter_map(|text| Confirmed::from_json(&serde_json::from_str(text).ok()?))
+            .filter_map(|text| serde_json::from_str::<Confirmed>(text).ok())
             .filter(|c| {
                 c.incident
                     .as_ref()

@@ -1,4 +1,4 @@
-//! The `ha` block (issue 36, doc/ha.md): a server pair behind a VIP that
+//! The `ha` block (doc/ha.md): a server pair behind a VIP that
 //! keepalived moves. `vip` (empty: no pair, this server sends webhooks as
 //! always) is the address whose presence on a local interface makes this server
 //! the one that sends webhooks; `handover_seconds` (default 30) is how far back

@@ -1,4 +1,4 @@
-//! The `heartbeat` block (issue 36): where the server's dead man's switch
+//! The `heartbeat` block: where the server's dead man's switch
 //! calls, how often and how. Read at start from the config file, changed at run
 //! time through `PUT /api/v1/settings/heartbeat` (written back first, then
 //! applied), and read by the `heartbeat` thread before every beat.

@@ -36,7 +36,7 @@ pub const SETTINGS_DEFAULTS: [(&str, &str); 7] = [
     ("notification_retention_days", "90"),
     ("notification_retention_count", "500"),
     ("notification_cleanup_interval_hours", "24"),
-    // Issue 20: cluster history, trimmed by the notification cleanup.
+    // Cluster history, trimmed by the notification cleanup.
     ("history_retention_days", "400"),
     ("activity_level_overrides", ""),
 ];
@@ -129,9 +129,9 @@ pub struct ServerConfig {
     pub webhooks: WebhooksConfig,
     /// The settings block: defaults filled in, hand-added keys as read.
     pub settings: Map<String, Value>,
-    /// The `heartbeat` block as read at start (issue 36); live in `heartbeat::Heartbeat`.
+    /// The `heartbeat` block as read at start; live in `heartbeat::Heartbeat`.
     pub heartbeat: heartbeat::HeartbeatConfig,
-    /// The `ha` block (issue 36): the VIP that makes this server the webhook sender.
+    /// The `ha` block: the VIP that makes this server the webhook sender.
     pub ha: ha::HaConfig,
     /// `SVC_TEST_HOOKS=1`: the routes under `/api/v1/test-hooks/` exist (tests
     /// only; see doc/install.md). Off by default.

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use vrrp_protocol::ActivityLevel;
 
-/// Days of cluster history kept (issue 20); 0 falls back to the default, as
+/// Days of cluster history kept; 0 falls back to the default, as
 /// `notification_retention_days` does: history is never kept "forever" by accident.
 pub const HISTORY_RETENTION_KEY: &str = "history_retention_days";
 pub const HISTORY_RETENTION_DEFAULT: u64 = 400;

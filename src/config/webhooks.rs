@@ -1,4 +1,4 @@
-//! The `webhooks` block of the config file (issue 31): which link-local
+//! The `webhooks` block of the config file: which link-local
 //! networks webhooks may still reach (`webhooks.allowed_networks`).
 
 /// The `webhooks` block.

@@ -154,7 +154,7 @@ impl Db {
 
     /// Queues an empty job and returns at once: the receiver gets `true` once the
     /// writer thread reached it and its batch committed (`false`: the commit
-    /// failed). The heartbeat's sign that the writer is working (issue 36); it
+    /// failed). The heartbeat's sign that the writer is working; it
     /// waits with its own deadline instead of blocking like [`write`](Self::write).
     pub fn probe_writer(&self) -> Receiver<bool> {
         let (tx, rx) = bounded(1);

@@ -1,4 +1,4 @@
-//! A server pair behind keepalived (issue 36, doc/ha.md): which of the two
+//! A server pair behind keepalived (doc/ha.md): which of the two
 //! sends webhooks. No consensus of our own: the server that has `ha.vip` on a
 //! local interface (keepalived put it there) is *active* and sends; the other
 //! is *standby*, records everything as always and sends nothing.

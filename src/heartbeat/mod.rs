@@ -1,4 +1,4 @@
-//! The heartbeat (issue 36): a dead man's switch outside the server. Every
+//! The heartbeat: a dead man's switch outside the server. Every
 //! `heartbeat.interval_seconds` the `heartbeat` thread calls `heartbeat.url`,
 //! but only after the server showed it is really working: the `sqlite-writer`
 //! thread committed an empty job, the `cluster-eval` thread answered a cluster

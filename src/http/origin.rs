@@ -1,4 +1,4 @@
-//! Same-origin checks for browser requests (issue 31).
+//! Same-origin checks for browser requests.
 //!
 //! The session cookie is `SameSite=Strict`, but "site" is not "origin": a page
 //! on the same host under another port is same-site and its requests carry the

@@ -49,7 +49,7 @@ pub struct App {
     pub settings: Arc<Settings>,
     /// The one way into the activity list.
     pub activity: ActivitySink,
-    /// Maintenance windows (issue 20).
+    /// Maintenance windows.
     pub silences: Arc<crate::activity::silences::Silences>,
     pub token_cleanup: Arc<Scheduler>,
     pub notification_cleanup: Arc<Scheduler>,
@@ -67,13 +67,13 @@ pub struct App {
     pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,
     /// Activity and webhook counters since start, for `GET /metrics`.
     pub counters: Arc<crate::metrics::Counters>,
-    /// The cluster history held in memory (issue 20), what its endpoints read.
+    /// The cluster history held in memory, what its endpoints read.
     pub history: crate::clusters::history::store::SharedMirror,
-    /// The heartbeat's block and last outcome (issue 36).
+    /// The heartbeat's block and last outcome.
     pub heartbeat: Arc<crate::heartbeat::Heartbeat>,
     /// The clusters with a failover drill under way.
     pub drills: Arc<crate::drills::Running>,
-    /// Active or standby in a server pair (issue 36).
+    /// Active or standby in a server pair.
     pub ha: Arc<crate::ha::Role>,
     /// The provisioning directory and its last reading's outcome.
     pub provisioning: Arc<crate::provisioning::Provisioning>,

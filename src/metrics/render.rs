@@ -421,7 +421,7 @@ pub(super) fn split_vip_for_tests<'a>(vip: &'a str, intf: &'a str) -> (&'a str, 
 }
 
 /// The exposition text for one scrape.
-/// The heartbeat's family (issue 36): when the heartbeat URL last took a beat,
+/// The heartbeat's family: when the heartbeat URL last took a beat,
 /// in Unix seconds; left out while none succeeded (switched off, or failing
 /// since start), so an alert on its age also fires on its absence.
 pub fn render_heartbeat(last_success: Option<f64>) -> String {

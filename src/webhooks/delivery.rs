@@ -442,7 +442,7 @@ pub fn samples(now: chrono::DateTime<chrono::Utc>) -> Vec<Value> {
                 "kind": kind, "level": level, "correlationId": correlation, "subject": subject, "data": data })
     };
     let vrrp = json!({ "instanceName": "VI_1", "vrid": 51, "interface": "eth0" });
-    // The incident update's cluster: lb-2 in FAULT, and why (issue 33).
+    // The incident update's cluster: lb-2 in FAULT, and why.
     let mut degraded = cluster.clone();
     degraded["health"] = json!("degraded");
     degraded["master"] = json!("lb-1");

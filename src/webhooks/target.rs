@@ -1,4 +1,4 @@
-//! Where a webhook may be sent (issue 31): the rules for a URL's host, checked
+//! Where a webhook may be sent: the rules for a URL's host, checked
 //! when a webhook is saved (where its host is not templated) and before every
 //! send (the rendered URL).
 //!

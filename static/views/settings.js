@@ -102,7 +102,7 @@ function Scheduler({ def, settings, fromFiles, onSaved }) {
   </form>`;
 }
 
-// The heartbeat (issue 36): where the dead man's switch calls, how often and
+// The heartbeat: where the dead man's switch calls, how often and
 // how, with the last outcome as the server reports it.
 const HEARTBEAT = '/api/v1/settings/heartbeat';
 const HEARTBEAT_KEYS = ['url', 'interval_seconds', 'method'];

@@ -1,4 +1,4 @@
-// The Silences view (maintenance windows, issue 20): list, end early, create by
+// The Silences view (maintenance windows): list, end early, create by
 // kind; the action and banner shown elsewhere are in silence.js.
 // Silenced events are still listed; they carry `data.silenced` and raise no toast.
 // A silence a provisioning file defines says so and cannot be ended here.

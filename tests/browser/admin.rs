@@ -1,4 +1,4 @@
-//! The administration views (issue 15) in headless Chromium, against the real
+//! The administration views in headless Chromium, against the real
 //! server and, for adding hosts, the real `vrrp-agent` binary on a free port (an
 //! empty process table: no keepalived, which these views do not need).
 

@@ -23,7 +23,7 @@ fn agents() -> usize {
 const EVENTS: usize = 50_000;
 
 /// Agents starting to connect per second. 2,000 agents connecting at once make
-/// the server refuse sockets (its connect-storm path, issue 19): this figure is
+/// the server refuse sockets (its connect-storm path): this figure is
 /// the dashboard's, so the agents ramp up. `BENCH_CONNECT_PER_SECOND` changes it.
 fn connect_per_second() -> usize {
     std::env::var("BENCH_CONNECT_PER_SECOND")

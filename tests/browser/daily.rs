@@ -1,4 +1,4 @@
-//! The dashboard for daily use (issue 34): counters highlighted only on a fault
+//! The dashboard for daily use: counters highlighted only on a fault
 //! given the member's own role, member tables with headers, the clients list
 //! saying what keepalived does, sorting by a column, unsaved typing kept until
 //! the operator says to leave, and every view at phone width without sideways
@@ -865,7 +865,7 @@ fn the_agents_own_status_page_says_its_mode_light_and_dark_and_a_row_reconnects_
     ignore = "browser tier: headless Chromium; --features test-browser (scripts/test.sh)"
 )]
 fn the_agents_status_page_lists_each_server_it_reports_to() {
-    // Issue 36: an agent that two servers registered (both dial it, outbound,
+    // An agent that two servers registered (both dial it, outbound,
     // with the one setup PIN) shows one row per server on its status page.
     let (one, two) = (Server::start(), Server::start());
     let agent = crate::admin::RealAgent::start_with("maxServers: 2\n");

@@ -1,4 +1,4 @@
-//! Why a member is in FAULT, in the browser (issue 33): the cause beside the
+//! Why a member is in FAULT, in the browser: the cause beside the
 //! member on the clusters list and the cluster page, the cause and the tracked
 //! items on the client page, and the mark on a backup that hears another
 //! master than the one the server sees. Agent-given names reach the page as

@@ -1,4 +1,4 @@
-//! Issue 20 in the dashboard: the cluster detail's one timeline, fed by the
+//! Cluster history in the dashboard: the cluster detail's one timeline, fed by the
 //! cluster history, over 24 h / 7 d / 30 d with its availability figures, and
 //! silencing a cluster from its detail view (the silence listed, the cluster
 //! shown silenced, its events marked and no toast raised).

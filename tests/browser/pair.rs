@@ -1,4 +1,4 @@
-//! Issue 36 in the browser: the Settings page's heartbeat card shows a failing
+//! A server pair in the browser: the Settings page's heartbeat card shows a failing
 //! URL's error, keeps a refused interval beside its field, and shows the last
 //! success once a working URL is saved; the header of a server without its
 //! `ha.vip` says "standby".

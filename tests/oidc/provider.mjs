@@ -42,7 +42,7 @@ const ACCOUNTS = {
   dave: { preferred_username: 'dave', email: 'dave@example.test' },
   erin: { email: 'erin@example.test', email_verified: true },
   frank: {},
-  // Claims erin's address without the provider having verified it (issue 31).
+  // Claims erin's address without the provider having verified it.
   grace: { email: 'erin@example.test', email_verified: false },
 };
 

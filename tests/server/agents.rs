@@ -592,7 +592,7 @@ fn activity_ingest_acks_dedups_and_broadcasts_first_stores_only() {
     );
     assert_eq!(agent_events[1]["seen"], false);
     // The spec's eleven fields, plus the composed texts the dashboard shows
-    // (issue 14: `message` and `detail` from the one composer).
+    // (`message` and `detail` from the one composer).
     let keys: Vec<&str> = agent_events[1]
         .as_object()
         .unwrap()

@@ -1,4 +1,4 @@
-//! Why an instance is in FAULT (issue 33), through the real binary and a fake
+//! Why an instance is in FAULT, through the real binary and a fake
 //! agent on the real protocol: the composed `vrrp.state_changed` and
 //! `vrrp.track_changed` texts for each kind of cause, the incident's `fault`
 //! reason as the agent's readings change, the cause in the cluster list, and

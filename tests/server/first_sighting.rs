@@ -1,7 +1,7 @@
-//! Issue 13 through the real server: a cluster's roles are taken silently only
+//! First sightings through the real server: a cluster's roles are taken silently only
 //! as its members first report; a change of a member already seen, even within
 //! the first master-down interval, is reported once. The first tests run the
-//! server in-process on a clock the test moves; issue 37's run the real binary
+//! server in-process on a clock the test moves; the later ones run the real binary
 //! on the real clock, with agents that answer as the real one does, at the
 //! issue's timing and on an evaluator kept busy by a host with 5,000 clusters
 //! (where a change right behind a first reading once shared its evaluation).
@@ -181,7 +181,7 @@ fn a_backup_reporting_before_its_master_is_still_no_failover() {
     assert_eq!(events[0]["data"]["previousMaster"], "lb-a");
 }
 
-// Issue 37: the same first window on the real clock, against the real binary,
+// The same first window on the real clock, against the real binary,
 // with agents that behave as the real one does (they report a change at once and
 // answer REQUEST_STATE_UPDATE with their state of the moment). Advert interval
 // 1 s: the master-down interval is 4 s, so each scenario takes a few seconds.

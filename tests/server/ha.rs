@@ -1,4 +1,4 @@
-//! A server pair's webhook rule (issue 36) on one server: while it does not
+//! A server pair's webhook rule on one server: while it does not
 //! hold `ha.vip` it records events but sends no webhook; when the VIP arrives
 //! (the test hook stands in for keepalived moving it) it sends the events of
 //! the last `ha.handover_seconds` it had not sent, then every new one; when the

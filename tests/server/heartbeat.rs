@@ -1,4 +1,4 @@
-//! The heartbeat (issue 36) against a real receiver on loopback: beats every
+//! The heartbeat against a real receiver on loopback: beats every
 //! interval with the summary (on the server's driven clock, no sleeping for
 //! intervals), none while the cluster thread is held by the test hook and again
 //! after, and a failing URL shown through the settings API and logged once per

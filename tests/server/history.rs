@@ -1,4 +1,4 @@
-//! Cluster history (issue 20) through the real server run in-process on a driven
+//! Cluster history through the real server run in-process on a driven
 //! clock: intervals written as changes are confirmed, what a restart in the middle
 //! of an incident leaves, the availability endpoint, and its query validation;
 //! the figures (answered from the history held in memory) against the pure

@@ -1,4 +1,4 @@
-//! Slow and hostile clients (issue 19, faults item 6), the cheap variants: idle
+//! Slow and hostile clients (faults item 6), the cheap variants: idle
 //! connections, a slowloris client and a dashboard socket that never reads do
 //! not keep an agent's readings from the dashboards or `/api/health` from
 //! answering; the slowloris is closed after the header timeout. The full-size

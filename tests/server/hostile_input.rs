@@ -1,4 +1,4 @@
-//! Hostile input (issue 31), against the real binary over raw sockets: no input
+//! Hostile input, against the real binary over raw sockets: no input
 //! freezes the API or ends the process, and what was stored before is still
 //! there after each attack.
 //!

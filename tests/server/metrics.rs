@@ -304,7 +304,7 @@ fn a_real_prometheus_scrapes_the_server() {
     );
 }
 
-/// Issue 33: keepalived-exporter's track script families from the readings'
+/// Keepalived-exporter's track script families from the readings'
 /// `tracked` scripts, with `host`, through the real server, and promtool.
 #[test]
 #[cfg_attr(

@@ -541,7 +541,7 @@ fn users_are_mapped_by_name_then_email_and_must_have_oidc() {
         &Browser::new().login(&server, "dave"),
         "user \"dave\" may not log in with OIDC",
     );
-    // erin's address, unverified: mapped by sub, not to erin (issue 31).
+    // erin's address, unverified: mapped by sub, not to erin.
     assert_failed(
         &Browser::new().login(&server, "grace"),
         "user \"grace\" is not known",

@@ -1,4 +1,4 @@
-//! Silences (issue 20) through the real server run in-process on a driven clock,
+//! Silences through the real server run in-process on a driven clock,
 //! with a real webhook receiver: events held back while a silence is active, the
 //! one delivery of an incident still open when it ends, and the API's rules.
 

@@ -134,7 +134,7 @@ fn every_thread_of_a_busy_server_is_in_the_thread_map() {
         names.iter().any(|n| n.starts_with("ws-agent:")),
         "{names:?}"
     );
-    // Named by ids, never by user text (issue 31): no name, no user name.
+    // Named by ids, never by user text: no name, no user name.
     assert!(
         names
             .iter()

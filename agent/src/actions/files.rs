@@ -82,6 +82,18 @@ fn temporary(path: &Path) -> io::Result<(PathBuf, PathBuf)> {
     Ok((dir.to_path_buf(), tmp))
 }
 
+/// What a refused write of the drain file means. The agent runs as its own user and
+/// writes the file through a temporary file beside it, so it needs the directory, not
+/// the file: no capability it holds (CAP_DAC_READ_SEARCH reads, never writes) stands
+/// in for owning the directory.
+pub fn write_hint(e: &io::Error) -> &'static str {
+    if e.kind() == io::ErrorKind::PermissionDenied {
+        " — the drain file's directory must belong to the agent's user (install -d -m 0755 -o vrrp-agent -g vrrp-agent DIR; see the host guide)"
+    } else {
+        ""
+    }
+}
+
 /// Replaces the drain file with `bytes` (0644), atomically; gives the file written.
 pub fn write_drain_file(path: &Path, bytes: &[u8]) -> io::Result<FileId> {
     let (dir, tmp) = temporary(path)?;

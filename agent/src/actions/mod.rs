@@ -144,7 +144,7 @@ impl Drainer {
                     .filter(|_| before.drained)
                     .unwrap_or_else(|| drain::iso(now));
                 let file = files::write_drain_file(&self.file, DRAINED)
-                    .map_err(|e| format!("cannot write {shown}: {e}"))?;
+                    .map_err(|e| format!("cannot write {shown}: {e}{}", files::write_hint(&e)))?;
                 let stored = StoredDrain {
                     reason: request.reason.clone(),
                     by: request.by.clone(),
@@ -161,7 +161,7 @@ impl Drainer {
             }
             HostActionKind::Undrain => {
                 files::write_drain_file(&self.file, UNDRAINED)
-                    .map_err(|e| format!("cannot write {shown}: {e}"))?;
+                    .map_err(|e| format!("cannot write {shown}: {e}{}", files::write_hint(&e)))?;
                 self.stored = None;
                 Ok(files::remove_state(&self.data_dir)
                     .err()

@@ -9,7 +9,7 @@
 //! schedule a reconnect. Nothing is dialled until both halves of the identity are known.
 //! A newer server socket replaces the current one (closed with 4000).
 //!
-//! An agent registered with more than one server (issue 36) runs one such thread per
+//! An agent registered with more than one server runs one such thread per
 //! server slot (`connection` for the first, `connection-2`.. for the others), each with
 //! its own socket, ladder and status, and its own position in the one activity queue
 //! (keyed by the client id its server issued). `Slots` reaches them all: every reading
@@ -303,8 +303,8 @@ pub fn spawn(deps: Deps, inbox: ConnInbox, rx: Inbox) -> io::Result<ConnHandle> 
     spawn_slot(0, deps, inbox, rx)
 }
 
-/// The thread of one server slot: `connection` for the first (its name since before
-/// issue 36), `connection-<n>` for server n.
+/// The thread of one server slot: `connection` for the first (its name from before agents
+/// had several servers), `connection-<n>` for server n.
 pub fn spawn_slot(slot: usize, deps: Deps, inbox: ConnInbox, rx: Inbox) -> io::Result<ConnHandle> {
     let name = if slot == 0 {
         "connection".to_string()

@@ -33,7 +33,7 @@ pub const REOFFER: Duration = Duration::from_secs(60);
 pub const MAX_BATCH: usize = 500;
 
 /// What the session needs from the activity queue. `server` is the client id the
-/// session's server issued: each server has its own acknowledgements (issue 36).
+/// session's server issued: each server has its own acknowledgements.
 pub trait QueueView {
     fn offer(&self, server: &str, now: DateTime<Utc>, max: usize) -> Vec<ActivityEvent>;
     fn ack(&self, server: &str, ids: &[String]) -> usize;

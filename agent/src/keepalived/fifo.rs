@@ -1,11 +1,16 @@
 //! The notify FIFO watcher thread (`fifo-watch`): a trigger, nothing more.
 //!
-//! The FIFO is opened through `/proc/<keepalived pid>/root` for reading and writing, so
-//! the open neither blocks nor sees end-of-file while keepalived has it closed. Every 5 s
-//! the FIFO's inode and keepalived's PID are compared with the open one; a change means a
-//! reopen and one reading. The agent never creates the FIFO. A missing FIFO is logged
-//! once per streak and shown on the status page. What a line says is logged at debug
-//! level and otherwise ignored.
+//! The FIFO is opened through `/proc/<keepalived pid>/root` for reading only, without
+//! blocking: keepalived makes it root-owned and 0600, and an agent running as its own
+//! user may read it (CAP_DAC_READ_SEARCH) but not write it, so it cannot hold a writer
+//! end itself. When every writer has closed it (keepalived went away) a read sees
+//! end-of-file and poll(2) would report the hang-up forever: the FIFO is then opened
+//! afresh, and a new open end reports no hang-up until a writer has come and gone
+//! again. Every 5 s the FIFO's inode and keepalived's PID are compared with the open
+//! one; a change means a reopen and one reading. The agent never creates the FIFO. A
+//! missing FIFO is logged once per streak and shown on the status page, and a FIFO
+//! the agent is not allowed to open says which capability is missing. What a line says
+//! is logged at debug level and otherwise ignored.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
@@ -102,17 +107,30 @@ pub fn spawn(
 const TICK: Duration = Duration::from_millis(250);
 
 impl FifoWatcher {
-    fn locate(&self) -> Option<(u32, u64, PathBuf)> {
-        let found = keepalived::find(&self.proc_dir).ok()??;
-        let p = self
-            .proc_dir
-            .join(found.parent.to_string())
-            .join("root")
-            .join(self.path.strip_prefix("/").unwrap_or(&self.path));
-        let meta = std::fs::metadata(&p).ok()?;
-        meta.file_type()
-            .is_fifo()
-            .then_some((found.parent, meta.ino(), p))
+    /// keepalived's PID, the FIFO's inode and its path through `/proc/<pid>/root`; or
+    /// nothing, with the reason when it is a refusal (a missing capability) rather than
+    /// a missing FIFO.
+    fn locate(&self) -> (Option<(u32, u64, PathBuf)>, Option<String>) {
+        let Some(found) = keepalived::find(&self.proc_dir).ok().flatten() else {
+            return (None, None);
+        };
+        let root = self.proc_dir.join(found.parent.to_string()).join("root");
+        let p = root.join(self.path.strip_prefix("/").unwrap_or(&self.path));
+        match std::fs::metadata(&p) {
+            Ok(meta) if meta.file_type().is_fifo() => {
+                (Some((found.parent, meta.ino(), p)), None)
+            }
+            Ok(_) => (None, None),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => (
+                None,
+                Some(format!(
+                    "Notify FIFO {} cannot be reached: {e}{}",
+                    self.path.display(),
+                    keepalived::capability_hint(&e, &root)
+                )),
+            ),
+            Err(_) => (None, None),
+        }
     }
 
     fn set_state(&self, s: FifoState) {
@@ -130,7 +148,7 @@ impl FifoWatcher {
             let now = Instant::now();
             if check_due(last_check, now) {
                 last_check = Some(now);
-                let found = self.locate();
+                let (found, refused) = self.locate();
                 let held = open.as_ref().map(|(_, p, i)| (*p, *i));
                 match decide(held, found.as_ref().map(|(p, i, _)| (*p, *i)), ever_opened) {
                     CheckOutcome::Keep => {}
@@ -138,21 +156,21 @@ impl FifoWatcher {
                         open = None;
                         self.set_state(FifoState::Missing);
                         if !missing_logged {
-                            log::warn!(
-                                "Notify FIFO {} not found (keepalived not running or vrrp_notify_fifo not set); readings continue on the other triggers",
-                                self.path.display()
-                            );
+                            match refused {
+                                Some(why) => log::warn!(
+                                    "{why}; readings continue on the other triggers"
+                                ),
+                                None => log::warn!(
+                                    "Notify FIFO {} not found (keepalived not running or vrrp_notify_fifo not set); readings continue on the other triggers",
+                                    self.path.display()
+                                ),
+                            }
                             missing_logged = true;
                         }
                     }
                     CheckOutcome::Open { changed } => {
                         let Some((pid, ino, p)) = found else { continue };
-                        match OpenOptions::new()
-                            .read(true)
-                            .write(true)
-                            .custom_flags(nix::libc::O_NONBLOCK)
-                            .open(&p)
-                        {
+                        match open_fifo(&p) {
                             Ok(f) => {
                                 log::info!(
                                     "Notify FIFO {} open (keepalived PID {pid})",
@@ -171,9 +189,11 @@ impl FifoWatcher {
                                 open = None;
                                 self.set_state(FifoState::Missing);
                                 if !missing_logged {
+                                    let root = self.proc_dir.join(pid.to_string()).join("root");
                                     log::warn!(
-                                        "Notify FIFO {} cannot be opened: {e}",
-                                        self.path.display()
+                                        "Notify FIFO {} cannot be opened: {e}{}",
+                                        self.path.display(),
+                                        keepalived::capability_hint(&e, &root)
                                     );
                                     missing_logged = true;
                                 }
@@ -204,9 +224,15 @@ impl FifoWatcher {
                 }
             }
             let mut got = false;
+            let mut hung_up = false;
             loop {
                 match f.read(&mut buf) {
-                    Ok(0) => break,
+                    // No writer left: end-of-file (an empty FIFO with writers says
+                    // WouldBlock).
+                    Ok(0) => {
+                        hung_up = true;
+                        break;
+                    }
                     Ok(n) => {
                         got = true;
                         partial.extend_from_slice(&buf[..n]);
@@ -230,8 +256,35 @@ impl FifoWatcher {
                 }
                 self.trigger.fire(TriggerSource::Fifo);
             }
+            if hung_up {
+                // A fresh open end waits for the next writer instead of reporting this
+                // hang-up at every poll; if the FIFO is gone with keepalived, the check
+                // (due at once) says so.
+                // Only the same FIFO of the same keepalived: anything else is the
+                // check's to find (it reopens and asks for a reading).
+                let reopened = open
+                    .as_ref()
+                    .and_then(|(_, pid, ino)| {
+                        self.locate()
+                            .0
+                            .filter(|(p, i, _)| (p, i) == (pid, ino))
+                    })
+                    .and_then(|(pid, ino, p)| Some((open_fifo(&p).ok()?, pid, ino)));
+                if reopened.is_none() {
+                    last_check = None;
+                }
+                open = reopened;
+            }
         }
     }
+}
+
+/// The FIFO's reading end, without blocking for a writer.
+fn open_fifo(p: &std::path::Path) -> io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(p)
 }
 
 #[cfg(test)]

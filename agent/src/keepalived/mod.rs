@@ -5,6 +5,12 @@
 //! (only SIGUSR1, SIGUSR2 and the configured JSON signal are ever sent) and the wait for
 //! complete dump files, read through `/proc/<pid>/root` (at most 32 MiB each). Parsing
 //! is left to `parse`.
+//!
+//! Run as its own user (the shipped unit), the agent needs three capabilities for this
+//! and nothing else (doc/install.md, "The agent without root"): CAP_KILL for the
+//! signals, CAP_SYS_PTRACE to follow keepalived's `/proc/<pid>/root`, `/fd` and `/exe`
+//! (another user's process), CAP_DAC_READ_SEARCH for its root-owned 0600 dumps and
+//! FIFO and its 0500 `/proc/<pid>/fd`. A refusal says which one is missing.
 
 pub mod fifo;
 pub mod once;
@@ -180,11 +186,23 @@ struct Dump {
     done: bool,
 }
 
-fn capability_hint(e: &io::Error) -> &'static str {
-    if e.kind() == io::ErrorKind::PermissionDenied {
-        " (the agent needs CAP_SYS_PTRACE to read files through /proc/<pid>/root)"
-    } else {
-        ""
+/// What a "permission denied" on a file of keepalived's, reached through `root`
+/// (`/proc/<pid>/root`), means for an agent that runs as its own user: which of its
+/// capabilities is missing (doc/install.md, "The agent without root"). Empty for any
+/// other error. The link itself is checked first: following it takes CAP_SYS_PTRACE
+/// (keepalived is another user's process), the file behind it CAP_DAC_READ_SEARCH
+/// (keepalived writes its dumps and FIFO root-owned, 0600).
+pub fn capability_hint(e: &io::Error, root: &Path) -> String {
+    if e.kind() != io::ErrorKind::PermissionDenied {
+        return String::new();
+    }
+    match fs::metadata(root) {
+        Err(r) if r.kind() == io::ErrorKind::PermissionDenied => format!(
+            " — the agent needs CAP_SYS_PTRACE to look into keepalived's files through {} (keepalived runs as another user)",
+            root.display()
+        ),
+        _ => " — the agent needs CAP_DAC_READ_SEARCH to read keepalived's files (root-owned, mode 0600)"
+            .to_string(),
     }
 }
 
@@ -354,7 +372,7 @@ impl Prober {
                 TakeError::Failed(format!(
                     "cannot read {}: {e}{}",
                     through_root.display(),
-                    capability_hint(&e)
+                    capability_hint(&e, &root)
                 ))
             })?;
             Ok(Dump {
@@ -379,7 +397,7 @@ impl Prober {
                     return Err(match e {
                         Errno::ESRCH => TakeError::Gone,
                         Errno::EPERM => TakeError::Failed(format!(
-                            "cannot signal keepalived (PID {}): permission denied (the agent needs CAP_KILL)",
+                            "cannot signal keepalived (PID {}): permission denied — the agent needs CAP_KILL to signal keepalived (another user's process) for its dumps",
                             found.parent
                         )),
                         e => TakeError::Failed(format!(
@@ -414,7 +432,7 @@ impl Prober {
                     TakeError::Failed(format!(
                         "cannot read {}: {e}{}",
                         d.through_root.display(),
-                        capability_hint(&e)
+                        capability_hint(&e, &root)
                     ))
                 })
         };
@@ -477,13 +495,14 @@ impl Prober {
         deadline: Instant,
     ) -> Result<bool, TakeError> {
         let start = Instant::now();
+        let root = self.proc_dir.join(found.parent.to_string()).join("root");
         loop {
             for d in dumps.iter_mut().filter(|d| !d.done) {
                 let s = stamp(&d.through_root).map_err(|e| {
                     TakeError::Failed(format!(
                         "cannot read {}: {e}{}",
                         d.through_root.display(),
-                        capability_hint(&e)
+                        capability_hint(&e, &root)
                     ))
                 })?;
                 if s.is_none() || s == d.before {

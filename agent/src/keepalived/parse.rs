@@ -3,7 +3,7 @@
 //! (`keepalived.json`, in `json`).
 //!
 //! Pure functions from text to wire types. Only the fields the spec lists (and the
-//! optional ones of issues 23 and 33: excluded VIPs, tracked items, tracker faults,
+//! optional ones we added: excluded VIPs, tracked items, tracker faults,
 //! unicast peers, master router; and the settings the readiness checks compare, in
 //! `settings`) are copied, one by one, so nothing else keepalived prints (its HMAC
 //! keys above all) can reach the wire. The one secret taken, the PASS password, is

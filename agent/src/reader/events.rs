@@ -233,7 +233,7 @@ fn instance_events(prev: &Reading, cur: &Reading, out: &mut Vec<ActivityEvent>) 
                             "previousPriority": p.priority,
                             "previousEffectivePriority": p.effective_priority,
                         });
-                        // Why, as far as the reading tells (issue 33); the server words it.
+                        // Why, as far as the reading tells; the server words it.
                         if c.state == VrrpState::Fault {
                             data["causes"] = json!(c.fault_causes(&cur.sync_groups));
                         }

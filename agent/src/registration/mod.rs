@@ -157,8 +157,17 @@ pub fn write_server_url(config_path: &Path, url: &str) -> Result<bool, String> {
     }
     m.insert("serverUrl".into(), url.into());
     let out = serde_yaml_ng::to_string(&v).map_err(|e| e.to_string())?;
-    vrrp_fs::write_private_atomic(config_path, out.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", config_path.display()))?;
+    // Written through a temporary file beside it: the agent's user needs the config's
+    // directory (the packages make /etc/vrrp-agent the vrrp-agent user's; systemd's
+    // ConfigurationDirectory= does not hand it over).
+    vrrp_fs::write_private_atomic(config_path, out.as_bytes()).map_err(|e| {
+        let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
+            " — the config file's directory must belong to the agent's user (chown vrrp-agent: /etc/vrrp-agent)"
+        } else {
+            ""
+        };
+        format!("cannot write {}: {e}{hint}", config_path.display())
+    })?;
     Ok(true)
 }
 
@@ -276,7 +285,7 @@ impl RegShared {
         }
     }
 
-    /// An agent registered with more than one server (issue 36): the servers after the
+    /// An agent registered with more than one server: the servers after the
     /// first (servers.json) and how many may register it (`maxServers`). The register
     /// page stays open while there is room; `open` of `new` still says whether it exists.
     pub fn with_servers(self, extra: Vec<crate::store::datadir::ExtraServer>, max: usize) -> Self {

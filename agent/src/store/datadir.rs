@@ -297,7 +297,7 @@ mod tests {
     fn an_older_queue_file_loads_and_one_server_writes_the_same_bytes() {
         let tmp = tempfile::tempdir().unwrap();
         let d = DataDir::open(tmp.path()).unwrap();
-        // queue.json as agents before issue 36 wrote it.
+        // queue.json as one-server agents wrote it.
         let old = br#"{"events":[{"id":"e1","occurredAt":"2026-11-20T10:00:00.000Z","kind":"keepalived.started","level":"info"}]}"#;
         fs::write(d.path().join(QUEUE), old).unwrap();
         let st = d.load_queue_state().unwrap();

@@ -6,7 +6,7 @@
 //! push from the reader, `offer_batch_for` / `ack_for` for each server's connection.
 //! Persistence is done by the `persist` module's thread, which this handle wakes.
 //!
-//! An agent registered with more than one server (issue 36) keeps one queue of events
+//! An agent registered with more than one server keeps one queue of events
 //! and, per server (keyed by the client id that server issued), the ids that server
 //! acknowledged while another has not yet: an event leaves the queue once every known
 //! server acknowledged it. The size and age limits apply to the one queue, so they bound

@@ -421,7 +421,7 @@ fn queue_summary(state: &WebState) -> Value {
 
 fn connection_summary(state: &WebState) -> Value {
     // The top level is the first server's, as for a one-server agent; `servers` lists
-    // each registered server's connection and queue position (issue 36).
+    // each registered server's connection and queue position.
     let servers = state.reg.servers();
     let summary = |st: &connection::ConnStatus| {
         let next = st.next_attempt.map(|t| {

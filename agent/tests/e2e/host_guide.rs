@@ -225,7 +225,7 @@ fn the_host_guide_works_as_written() {
         format!("/opt/vrrp-monitor-{version}")
     );
     // scripts/host-guide packs the static (musl) dev build, as the tarball ships
-    // static binaries (issue 32): the installed agent is that build, not this
+    // static binaries: the installed agent is that build, not this
     // test's own glibc one.
     let static_agent = Path::new(env!("CARGO_BIN_EXE_vrrp-agent"))
         .parent()
@@ -362,7 +362,7 @@ fn the_host_guide_works_as_written() {
         (&json!(true), &json!(2)),
         "{k}"
     );
-    // The JSON has no tracker state (issue 33): the text dump is asked for with it,
+    // The JSON has no tracker state: the text dump is asked for with it,
     // the counters dump no longer.
     wait_for("a text dump with the JSON one", 20, || {
         (g.tmp_mtime("h1", "keepalived.data")? > restarted).then_some(())

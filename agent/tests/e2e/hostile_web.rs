@@ -1,4 +1,4 @@
-//! Hostile input to the agent's local web server (issue 31), over raw sockets
+//! Hostile input to the agent's local web server, over raw sockets
 //! against the real `vrrp-agent`: upgrade requests that are no handshake, slow
 //! bodies and heads without end freeze nothing; heads are capped at 16 KiB;
 //! idle and slow connections are closed on the server's timeouts; every answer

@@ -1,4 +1,4 @@
-//! Why an instance is in FAULT (issue 33), end to end with real keepalived 2.2.7: the
+//! Why an instance is in FAULT, end to end with real keepalived 2.2.7: the
 //! lab's `fault h2 script` (the `chk_lab` vrrp_script fails: VI_1 and VI_2 FAULT) and
 //! `fault h1 link` (tracked interface `trk0` down: VI_1 FAULT), each then `unfault`.
 //! The real agent in the host reads keepalived, the real server stores what it sends:

@@ -424,7 +424,7 @@ fn tls_agent_speaks_wss_only() {
     );
 }
 
-/// The TLS handshake runs on the connection's own thread (rustls, issue 32), not on
+/// The TLS handshake runs on the connection's own thread (rustls), not on
 /// the listener's accept thread: a peer that opens TCP and says nothing does not hold
 /// up the next client.
 #[test]

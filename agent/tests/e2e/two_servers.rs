@@ -1,4 +1,4 @@
-//! An agent registered with two servers (issue 36), end to end with the real binaries:
+//! An agent registered with two servers, end to end with the real binaries:
 //! one `vrrp-agent` and two `vrrp-monitor`s on free ports with their own data
 //! directories. keepalived is simulated in the agent's `SVC_PROC_DIR` (a `keepalived`
 //! entry appears and goes: `keepalived.started`, `.unreadable`, `.stopped`), and every
@@ -409,7 +409,7 @@ fn a_one_server_data_dir_loads_unchanged_and_takes_a_second_server() {
     let mut agent = Agent::start(&adir, &one, free_port());
     let pin = agent.pin();
     let (s, b) = agent.register(&sa.url(), &sa.token(&admin_a), &pin);
-    // A one-server agent answers as before issue 36, and keeps its files as before.
+    // A one-server agent answers as before agents had several servers, and keeps its files as before.
     assert_eq!(
         (s, b),
         (

@@ -1,4 +1,4 @@
-//! Silences (maintenance windows, issue 20): while an event matches an active
+//! Silences (maintenance windows): while an event matches an active
 //! silence it is still stored and broadcast (the activity list never lies) but
 //! carries `data.silenced: {id, comment, until}` and is not offered to webhooks.
 //!

@@ -7,7 +7,7 @@ use super::pending::Pending;
 use super::state::{event, Confirmed, Incident};
 use crate::activity::Event;
 use crate::clock::iso;
-use crate::clusters::observe::{Finding, IncidentHealth};
+use crate::clusters::observe::{Finding, IncidentHealth, Reason};
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
@@ -18,7 +18,7 @@ fn incident_json(
     incident: &Incident,
     health: Value,
     previous: IncidentHealth,
-    reasons: &[Value],
+    reasons: &[Reason],
     now: DateTime<Utc>,
 ) -> Map<String, Value> {
     let mut o = Map::new();
@@ -82,7 +82,7 @@ pub(super) fn confirm_health(
         .iter()
         .find(|m| m.live() && m.state() == "MASTER")
         .or_else(|| cluster.members.iter().find(|m| m.live()));
-    let reasons: Vec<Value> = target.findings.values().map(Finding::to_json).collect();
+    let reasons: Vec<Reason> = target.findings.values().map(Finding::reason).collect();
     let previous = confirmed.health;
     // An incident opened or updated: a warning, named as above, at first sight.
     let incident_event = |kind: &str, fields: Map<String, Value>, id: &str| {
@@ -161,7 +161,7 @@ pub(super) fn confirm_health(
 /// `data.silenceEnded`, so a webhook receiver learns of it.
 pub fn silence_ended(confirmed: &Confirmed, silence: &Value, now: DateTime<Utc>) -> Option<Event> {
     let incident = confirmed.incident.as_ref()?;
-    let reasons: Vec<Value> = incident.findings.values().map(Finding::to_json).collect();
+    let reasons: Vec<Reason> = incident.findings.values().map(Finding::reason).collect();
     let mut fields = incident_json(
         incident,
         json!(confirmed.health.as_str()),

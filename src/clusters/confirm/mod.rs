@@ -1,5 +1,5 @@
 //! The cluster evaluator: turns what is observed into confirmed changes and the
-//! events they make (issue 6's state machine), without I/O.
+//! events they make (the spec's state machine), without I/O.
 //!
 //! [`Evaluator::evaluate`] takes the clusters as they are now and the time, and
 //! returns the events to record, the agents to ask for a fresh reading, and when
@@ -286,7 +286,7 @@ impl Evaluator {
         // comes before its master's would otherwise make the master's arrival a
         // failover. For one master-down interval a member's first report is taken
         // silently, as at the first sighting; a member already seen changing its
-        // role is a change like any other (issue 13).
+        // role is a change like any other.
         if let Some(settling) = &mut tracked.settling {
             if now < settling.until {
                 let moved = take_first_reports(&mut tracked.confirmed, &mut settling.seen, cluster);

@@ -11,6 +11,7 @@ use crate::clusters::observe::{Finding, IncidentHealth, Roles};
 use crate::clusters::readiness::{self, Verdict};
 use crate::clusters::{Cluster, Member};
 use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use vrrp_protocol::ActivityLevel;
@@ -20,19 +21,27 @@ pub const UNREACHABLE_SECS: i64 = 60;
 /// Margin after the interval before looking again for the readings asked for.
 pub const FOLLOW_UP_MS: i64 = 250;
 
-/// The confirmed part of a cluster's state.
-#[derive(Debug, Clone, PartialEq)]
+/// The confirmed part of a cluster's state, persisted as JSON in
+/// `cluster_states` so that a restart goes on where it stopped.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Confirmed {
     pub roles: Roles,
     /// The last host that was master alone: (client id, host).
+    #[serde(default)]
     pub master_alone: Option<(String, String)>,
     /// Incident health as confirmed (`ok` when none is open).
     pub health: IncidentHealth,
+    #[serde(default)]
     pub incident: Option<Incident>,
     /// `data.cluster` as last confirmed (for a resolution by removal).
+    #[serde(default)]
     pub cluster: Value,
     /// The readiness verdict as last confirmed, with the findings it had then;
-    /// `None` until the first one is confirmed.
+    /// `None` until the first one is confirmed. Rows from before readiness
+    /// existed have none (or one that no longer reads): the first verdict is then
+    /// confirmed as at a first sighting.
+    #[serde(default, deserialize_with = "lenient")]
     pub readiness: Option<ConfirmedReadiness>,
 }
 
@@ -44,72 +53,50 @@ pub struct ConfirmedReadiness {
     pub findings: Vec<readiness::Finding>,
 }
 
-impl Confirmed {
-    /// The persisted form.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "roles": self.roles.to_json(),
-            "masterAlone": self.master_alone.as_ref().map(|(id, host)| json!([id, host])),
-            "health": self.health.as_str(),
-            "incident": self.incident.as_ref().map(|i| json!({
-                "id": i.id,
-                "history": i.history,
-                "openedAt": crate::clock::iso(i.opened_at),
-                "findings": i.findings.values().map(Finding::to_json).collect::<Vec<_>>(),
-            })),
-            "cluster": self.cluster,
-            "readiness": self.readiness,
-        })
-    }
-
-    pub fn from_json(v: &Value) -> Option<Confirmed> {
-        let incident = match &v["incident"] {
-            Value::Null => None,
-            i => Some(Incident {
-                id: i["id"].as_str()?.to_owned(),
-                history: i["history"]
-                    .as_array()?
-                    .iter()
-                    .filter_map(|h| h.as_str().map(str::to_owned))
-                    .collect(),
-                opened_at: DateTime::parse_from_rfc3339(i["openedAt"].as_str()?)
-                    .ok()?
-                    .with_timezone(&Utc),
-                findings: i["findings"]
-                    .as_array()?
-                    .iter()
-                    .filter_map(Finding::from_json)
-                    .map(|f| (f.identity(), f))
-                    .collect(),
-            }),
-        };
-        Some(Confirmed {
-            roles: Roles::from_json(&v["roles"])?,
-            master_alone: v["masterAlone"].as_array().and_then(|a| {
-                Some((
-                    a.first()?.as_str()?.to_owned(),
-                    a.get(1)?.as_str()?.to_owned(),
-                ))
-            }),
-            health: IncidentHealth::parse(v["health"].as_str()?)?,
-            incident,
-            cluster: v["cluster"].clone(),
-            // Rows from before readiness existed have none: the first verdict
-            // is then confirmed as at a first sighting.
-            readiness: serde_json::from_value(v["readiness"].clone())
-                .ok()
-                .flatten(),
-        })
-    }
+/// `None` for a value that does not read as a `T`, instead of failing the whole.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    Ok(serde_json::from_value(Value::deserialize(d)?).ok())
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Incident {
     pub id: String,
     pub history: Vec<String>,
+    #[serde(with = "crate::clock::iso_millis")]
     pub opened_at: DateTime<Utc>,
-    /// The findings of the last event, by identity, with their reasons.
+    /// The findings of the last event, by identity, with their reasons;
+    /// persisted as the list of reasons.
+    #[serde(with = "reasons")]
     pub findings: BTreeMap<String, Finding>,
+}
+
+/// [`Incident::findings`] as the list `data.incident.reasons[]` carries; a
+/// reason of a kind this build does not know is left out.
+mod reasons {
+    use super::{BTreeMap, Finding, Value};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        findings: &BTreeMap<String, Finding>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(findings.values().map(Finding::reason))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<String, Finding>, D::Error> {
+        Ok(Vec::<Value>::deserialize(d)?
+            .into_iter()
+            .filter_map(|v| serde_json::from_value::<Finding>(v).ok())
+            .map(|f| (f.identity(), f))
+            .collect())
+    }
 }
 
 /// The master-down interval of a cluster: 3 x advert_int + 1 s, with the longest

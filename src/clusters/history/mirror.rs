@@ -1,7 +1,7 @@
 //! The cluster history held in memory: every stored interval, changed by the
 //! same writes as the `cluster_history` table and in the same order, so the
 //! availability figures of a thousand clusters over a year are summed without
-//! reading (and parsing) 800,000 rows per request (issue 20's aim: < 200 ms).
+//! reading (and parsing) 800,000 rows per request (the aim: < 200 ms).
 //!
 //! Pure: no clock, no database, no lock. [`store`](super::store) builds it from
 //! the table at start and applies each change on the writer thread once the

@@ -1,4 +1,4 @@
-//! Cluster history (issue 20): the intervals in which a cluster's confirmed state
+//! Cluster history: the intervals in which a cluster's confirmed state
 //! held (its masters, incident health and open incident), kept apart from the
 //! activity list and its retention.
 //!

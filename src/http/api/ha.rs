@@ -1,4 +1,4 @@
-//! `GET /api/v1/ha` (issue 36): whether this server is the active or the
+//! `GET /api/v1/ha`: whether this server is the active or the
 //! standby one of a pair (the dashboard's header says "standby"), and the test
 //! hook that moves the VIP without keepalived (`SVC_TEST_HOOKS=1` only).
 

@@ -1,4 +1,4 @@
-//! `/api/v1/settings/heartbeat` (issue 36): the heartbeat block with its last
+//! `/api/v1/settings/heartbeat`: the heartbeat block with its last
 //! outcome, and changing it (written to the config file first, then applied);
 //! `/api/v1/test-hooks/...`: the hold on `cluster-eval` the heartbeat tests use,
 //! answered only when the server started with `SVC_TEST_HOOKS=1`.

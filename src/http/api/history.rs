@@ -1,5 +1,5 @@
 //! `GET /api/v1/keepalived/clusters/history` and `.../availability`: a window of
-//! the cluster history, and the availability figures summed from it (issue 20).
+//! the cluster history, and the availability figures summed from it.
 //! Validates the query, then reads the history held in memory
 //! (`clusters::history::mirror`), never the table.
 

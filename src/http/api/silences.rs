@@ -1,4 +1,4 @@
-//! `/api/v1/silences`: list, create and end maintenance windows (issue 20).
+//! `/api/v1/silences`: list, create and end maintenance windows.
 //! Validates, then calls `activity::silences`.
 
 use super::validate::{invalid, Body};

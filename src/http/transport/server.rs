@@ -23,7 +23,7 @@ const BACKLOG: i32 = 4096;
 /// steps: 1 + 2 + 4 + 8 + 16 s). Every HTTP client speaks first, so a request
 /// is accepted the moment it arrives; a connection that says nothing costs a
 /// kernel request socket instead of tiny_http's thread and two descriptors.
-/// 10,000 such connections were the limit of this design (issue 19); with the
+/// 10,000 such connections were the limit of this design; with the
 /// deferral up to the backlog's worth of them never reach us. When it runs
 /// out the kernel hands the connection over all the same, and the reaper's
 /// first-request timeout applies from there.

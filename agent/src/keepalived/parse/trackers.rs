@@ -1,6 +1,6 @@
 //! What keepalived tracks, from the text dump: the instances' tracked lists and the
 //! tracker sections (`VRRP Scripts`, `VRRP Track files`, `VRRP Track processes`,
-//! `Interfaces`), joined by name once the whole dump is read (issue 33).
+//! `Interfaces`), joined by name once the whole dump is read.
 
 use std::collections::BTreeMap;
 

@@ -221,7 +221,7 @@ fn the_user_name_is_preferred_username_then_email_then_sub() {
     c.preferred_username = Some("  ".into());
     assert_eq!(username(&c), "alice@example.test");
     assert!(has_name_claims(&c));
-    // An address the provider did not verify maps to no local user (issue 31).
+    // An address the provider did not verify maps to no local user.
     c.email_verified = Some(serde_json::json!("true"));
     assert_eq!(username(&c), "alice@example.test");
     for unverified in [
