@@ -30,6 +30,7 @@ use crate::live::Hub;
 use crate::provisioning::{self, Provisioning};
 use crate::schedulers::{self, Scheduler};
 use crate::webhooks::delivery::Dispatcher;
+use crate::webhooks::live::Webhooks;
 use crate::{fatal, logging};
 use parking_lot::Mutex;
 use std::net::TcpListener;
@@ -179,6 +180,7 @@ pub fn run_with_reload(
     let Shared {
         role,
         gate,
+        webhooks,
         hub,
         agents,
         readings,
@@ -196,6 +198,7 @@ pub fn run_with_reload(
             settings: settings.clone(),
             silences: silences.clone(),
             activity: Arc::new(activity.clone()),
+            webhooks: webhooks.clone(),
             allowed_networks: config.webhooks.allowed_networks.clone(),
             state: Arc::new(Provisioning::new(provisioning::dir_of(&config.path))),
         },
@@ -319,6 +322,7 @@ pub fn run_with_reload(
         settings,
         activity,
         silences,
+        webhooks,
         token_cleanup,
         notification_cleanup,
         config_file: Mutex::new(()),
@@ -358,6 +362,8 @@ fn discover_oidc(config: &ServerConfig) -> Result<Option<Oidc>, FatalError> {
 struct Shared {
     role: Arc<ha::Role>,
     gate: Arc<ha::Gate>,
+    /// The webhook definitions, compiled; the dispatcher reads them.
+    webhooks: Arc<Webhooks>,
     hub: Arc<Hub>,
     agents: Arc<AgentRegistry>,
     readings: Arc<Latest>,
@@ -383,8 +389,13 @@ fn shared_state(
             .map_err(|e| FatalError(format!("settings.activity_level_overrides: {e}")))?,
     );
     let counters = Arc::new(crate::metrics::Counters::default());
+    let definitions = Arc::new(
+        Webhooks::load(db.clone())
+            .map_err(|e| FatalError(format!("Cannot read the webhooks: {e}")))?,
+    );
     let webhooks = Arc::new(Dispatcher::new(
         db.clone(),
+        definitions.clone(),
         clock.clone(),
         counters.clone(),
         config.webhooks.allowed_networks.clone(),
@@ -412,6 +423,7 @@ fn shared_state(
     Ok(Shared {
         role,
         gate: webhooks,
+        webhooks: definitions,
         hub,
         agents,
         readings,

@@ -10,9 +10,11 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::Message;
-use vrrp_monitor::webhooks::delivery::{context_of, render, samples, ClientView};
+use vrrp_monitor::webhooks::delivery::{own_context, samples, shared_context_of, ClientView};
+use vrrp_monitor::webhooks::live::Templates;
 use vrrp_monitor::webhooks::ready::READY_MADE;
 use vrrp_monitor::webhooks::store;
+use vrrp_monitor::webhooks::template::Context;
 
 pub fn run(args: &[String]) -> Result<(), String> {
     render_time(number(args, "--renders", 20_000)?)?;
@@ -36,7 +38,7 @@ fn largest_ready_made() -> Result<(store::WebhookSpec, &'static str), String> {
         .iter()
         .max_by_key(|r| r.body_template.len())
         .ok_or("no ready-made templates")?;
-    let body = ready.to_json()["webhook"].clone();
+    let body = serde_json::to_value(ready.view().webhook).map_err(|e| e.to_string())?;
     let spec = store::validate(
         body.as_object()
             .ok_or("ready-made webhook is not an object")?,
@@ -58,13 +60,17 @@ fn render_time(renders: usize) -> Result<(), String> {
         hostname: "lb-1.dc-1.example".into(),
         site: Some("dc-1".into()),
     };
+    // Compiled once, as the server does when the webhook is saved.
+    let templates = Templates::compile(&spec)?;
+    let own = own_context(&spec.name);
     let mut times = Vec::with_capacity(renders);
     let mut bytes = 0;
     for _ in 0..renders.max(1) {
         let started = Instant::now();
-        // What delivery does per event: build the context, compile and render.
-        let ctx = context_of(&event, Some(&client), &spec.name);
-        let rendered = render(&spec, &ctx)?;
+        // What delivery does per event and webhook: the event's shared context
+        // (built once per event, whatever the number of webhooks) and the render.
+        let shared = shared_context_of(event.clone(), Some(&client));
+        let rendered = templates.render(Context::layered(&own, &shared));
         bytes = rendered.body.to_string().len();
         times.push(started.elapsed());
     }

@@ -11,7 +11,7 @@ use crate::clock::iso;
 use crate::db::{Db, DbError};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use vrrp_protocol::ActivityLevel;
 
 /// Where events go to be stored, broadcast and offered to webhooks: the
@@ -23,7 +23,8 @@ pub trait Recorder: Send + Sync {
 }
 
 /// An event ready to store.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Event {
     pub id: String,
     pub occurred_at: String,
@@ -63,21 +64,44 @@ impl Event {
         }
     }
 
-    /// The API's ActivityRecord.
-    pub fn to_json(&self, seen: bool) -> Value {
-        json!({
-            "id": self.id,
-            "occurredAt": self.occurred_at,
-            "receivedAt": self.received_at,
-            "source": self.source,
-            "clientId": self.client_id,
-            "kind": self.kind,
-            "level": self.level.as_str(),
-            "correlationId": self.correlation_id,
-            "subject": self.subject,
-            "data": self.data,
-            "seen": seen,
-        })
+    /// The API's ActivityRecord of this event, its texts not yet composed.
+    pub fn record(self, seen: bool) -> ActivityRecord {
+        ActivityRecord {
+            event: self,
+            seen,
+            texts: None,
+        }
+    }
+}
+
+/// The API's ActivityRecord: a stored event, whether the asking user has seen
+/// it, and once [`with_texts`] ran, its sentence and detail. The texts are
+/// composed once per record and shared: the dashboard and every webhook show
+/// the same words.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ActivityRecord {
+    #[serde(flatten)]
+    pub event: Event,
+    pub seen: bool,
+    #[serde(flatten)]
+    pub texts: Option<Texts>,
+}
+
+/// What an event says: its sentence, and the supporting detail if any.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Texts {
+    pub message: String,
+    pub detail: Option<String>,
+}
+
+impl ActivityRecord {
+    /// The sentence, empty until [`with_texts`] ran.
+    pub fn message(&self) -> &str {
+        self.texts.as_ref().map_or("", |t| t.message.as_str())
+    }
+
+    pub fn detail(&self) -> Option<&str> {
+        self.texts.as_ref().and_then(|t| t.detail.as_deref())
     }
 }
 
@@ -131,7 +155,7 @@ pub fn insert_new(db: &Db, events: Vec<Event>) -> Result<Vec<Event>, DbError> {
 /// Adds `message` and `detail`, composed by [`crate::messages::compose`], to
 /// ActivityRecords bound for a dashboard, so the dashboard and webhooks say the
 /// same thing. Host names are looked up once for the whole batch.
-pub fn with_texts(db: &Db, records: &mut [Value]) {
+pub fn with_texts(db: &Db, records: &mut [ActivityRecord]) {
     // Read here rather than through `agents` (which records activity itself, so
     // importing it would close a circle); the name rule is the client's: its
     // display name, else its hostname. Only the batch's own clients are read:
@@ -139,7 +163,7 @@ pub fn with_texts(db: &Db, records: &mut [Value]) {
     // (5,000 agents connecting read 25 million rows).
     let ids: std::collections::BTreeSet<&str> = records
         .iter()
-        .filter_map(|r| r["clientId"].as_str())
+        .filter_map(|r| r.event.client_id.as_deref())
         .collect();
     let names: std::collections::HashMap<String, String> = if ids.is_empty() {
         Default::default()
@@ -165,23 +189,23 @@ pub fn with_texts(db: &Db, records: &mut [Value]) {
         })
     };
     for record in records {
-        let host = record["clientId"].as_str().and_then(|id| names.get(id));
-        let (message, detail) = messages::compose(
-            record["kind"].as_str().unwrap_or_default(),
-            &record["subject"],
-            &record["data"],
-            host.map(String::as_str),
-        );
-        if let Some(o) = record.as_object_mut() {
-            o.insert("message".into(), Value::String(message));
-            o.insert("detail".into(), detail.map_or(Value::Null, Value::String));
+        let e = &mut record.event;
+        let host = e.client_id.as_deref().and_then(|id| names.get(id));
+        // The composer reads `Value`s: the maps are moved in and back, not copied.
+        let subject = Value::Object(std::mem::take(&mut e.subject));
+        let data = Value::Object(std::mem::take(&mut e.data));
+        let (message, detail) =
+            messages::compose(&e.kind, &subject, &data, host.map(String::as_str));
+        if let (Value::Object(subject), Value::Object(data)) = (subject, data) {
+            (e.subject, e.data) = (subject, data);
         }
+        record.texts = Some(Texts { message, detail });
     }
 }
 
-/// Whether a cluster event (`data.cluster`) is about the cluster with this key
-/// (`<site>|<vrid>|<network>`, as the cluster list names it).
-pub fn is_about_cluster(record: &Value, key: &str) -> bool {
+/// Whether a cluster event (its `data.cluster`) is about the cluster with this
+/// key (`<site>|<vrid>|<network>`, as the cluster list names it).
+pub fn is_about_cluster(data: &Map<String, Value>, key: &str) -> bool {
     // `site|vrid|network`, and for a unicast group `|unicast <address>` after it.
     let mut parts = key.splitn(4, '|');
     let (Some(site), Some(vrid), Some(network), group) =
@@ -189,10 +213,9 @@ pub fn is_about_cluster(record: &Value, key: &str) -> bool {
     else {
         return false;
     };
-    let c = &record["data"]["cluster"];
-    if !c.is_object() {
+    let Some(c) = data.get("cluster").filter(|c| c.is_object()) else {
         return false;
-    }
+    };
     // Events carry their cluster's key; older ones only its parts.
     if let Some(own) = c["key"].as_str() {
         return own == key;

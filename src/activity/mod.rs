@@ -11,7 +11,8 @@ pub mod silences;
 pub mod sink;
 
 pub use event::{
-    insert_new, is_about_cluster, with_texts, AsReported, Event, LevelPolicy, Recorder,
+    insert_new, is_about_cluster, with_texts, ActivityRecord, AsReported, Event, LevelPolicy,
+    Recorder, Texts,
 };
 pub use sink::{ActivitySink, StoredEvents};
 
@@ -118,7 +119,7 @@ fn parse_event(v: &Value, client_id: &str, now: DateTime<Utc>) -> Incoming {
 }
 
 /// The activity list, newest first by occurredAt, with `user_id`'s seen state.
-pub fn list(db: &Db, user_id: i64) -> Result<Vec<Value>, DbError> {
+pub fn list(db: &Db, user_id: i64) -> Result<Vec<ActivityRecord>, DbError> {
     list_page(db, user_id, &Page::default(), |_| true)
 }
 
@@ -234,8 +235,8 @@ pub fn list_page(
     db: &Db,
     user_id: i64,
     page: &Page,
-    mut keep: impl FnMut(&Value) -> bool,
-) -> Result<Vec<Value>, DbError> {
+    mut keep: impl FnMut(&ActivityRecord) -> bool,
+) -> Result<Vec<ActivityRecord>, DbError> {
     db.read(|c| {
         let (filter, args) = page.sql_filter(user_id);
         let mut sql = format!(
@@ -270,7 +271,7 @@ pub fn list_page(
                 subject: obj("subject")?,
                 data: obj("data")?,
             };
-            Ok(e.to_json(r.get("seen")?))
+            Ok(e.record(r.get("seen")?))
         })?;
         let mut out = Vec::new();
         for row in rows {
@@ -360,32 +361,42 @@ mod tests {
 
     #[test]
     fn a_cluster_event_is_about_the_cluster_its_key_names() {
+        let data = |record: &Value| record["data"].as_object().cloned().unwrap();
         let record = json!({ "data": { "cluster": { "site": "dc-1", "vrid": 51,
             "networks": ["10.0.0.0/24", "10.0.1.0/24"] } } });
-        assert!(is_about_cluster(&record, "dc-1|51|10.0.1.0/24"));
-        assert!(!is_about_cluster(&record, "dc-2|51|10.0.1.0/24"));
-        assert!(!is_about_cluster(&record, "dc-1|52|10.0.1.0/24"));
-        assert!(!is_about_cluster(&record, "dc-1|51|10.0.2.0/24"));
-        assert!(!is_about_cluster(&record, "not a key"));
+        assert!(is_about_cluster(&data(&record), "dc-1|51|10.0.1.0/24"));
+        assert!(!is_about_cluster(&data(&record), "dc-2|51|10.0.1.0/24"));
+        assert!(!is_about_cluster(&data(&record), "dc-1|52|10.0.1.0/24"));
+        assert!(!is_about_cluster(&data(&record), "dc-1|51|10.0.2.0/24"));
+        assert!(!is_about_cluster(&data(&record), "not a key"));
         // No site is the empty site; events without a cluster are about none.
         let siteless = json!({ "data": { "cluster": { "site": null, "vrid": 7, "networks": ["192.0.2.0/24"] } } });
-        assert!(is_about_cluster(&siteless, "|7|192.0.2.0/24"));
-        assert!(!is_about_cluster(&json!({ "data": {} }), "|7|192.0.2.0/24"));
+        assert!(is_about_cluster(&data(&siteless), "|7|192.0.2.0/24"));
+        assert!(!is_about_cluster(
+            &data(&json!({ "data": {} })),
+            "|7|192.0.2.0/24"
+        ));
         // Two unicast groups on one VRID and network: events name their own key.
         let group = |src: &str| {
             json!({ "data": { "cluster": { "key": format!("|51|192.0.2.0/24|unicast {src}"),
                 "site": null, "vrid": 51, "networks": ["192.0.2.0/24"] } } })
         };
         let (a, b) = (group("192.0.2.11"), group("192.0.2.13"));
-        assert!(is_about_cluster(&a, "|51|192.0.2.0/24|unicast 192.0.2.11"));
-        assert!(!is_about_cluster(&b, "|51|192.0.2.0/24|unicast 192.0.2.11"));
+        assert!(is_about_cluster(
+            &data(&a),
+            "|51|192.0.2.0/24|unicast 192.0.2.11"
+        ));
+        assert!(!is_about_cluster(
+            &data(&b),
+            "|51|192.0.2.0/24|unicast 192.0.2.11"
+        ));
         assert!(
-            !is_about_cluster(&a, "|51|192.0.2.0/24"),
+            !is_about_cluster(&data(&a), "|51|192.0.2.0/24"),
             "another cluster's key"
         );
         // An event from before keys were recorded is about no unicast group.
         assert!(!is_about_cluster(
-            &siteless,
+            &data(&siteless),
             "|7|192.0.2.0/24|unicast 192.0.2.11"
         ));
     }
@@ -404,19 +415,26 @@ mod tests {
             Ok::<_, DbError>(())
         })
         .unwrap();
-        let record = |client: Value| json!({ "kind": "keepalived.started", "clientId": client, "subject": {}, "data": {} });
+        let record = |client: Option<&str>| {
+            let mut e = Event::server(
+                "keepalived.started",
+                ActivityLevel::Info,
+                None,
+                json!({}),
+                Utc::now(),
+            );
+            e.client_id = client.map(str::to_owned);
+            e.record(false)
+        };
         let mut records = vec![
-            record(json!("c1")),
-            record(json!("c2")),
-            record(json!("c1")),
-            record(json!("gone")),
-            record(Value::Null),
+            record(Some("c1")),
+            record(Some("c2")),
+            record(Some("c1")),
+            record(Some("gone")),
+            record(None),
         ];
         with_texts(&db, &mut records);
-        let messages: Vec<&str> = records
-            .iter()
-            .map(|r| r["message"].as_str().unwrap())
-            .collect();
+        let messages: Vec<&str> = records.iter().map(ActivityRecord::message).collect();
         assert_eq!(messages[0], "keepalived started on edge A.");
         assert_eq!(
             messages[1], "keepalived started on lb-2.example.",

@@ -8,10 +8,10 @@
 //! events (agent sessions, the `cluster-eval` thread, the schedulers, the HTTP
 //! routes) holds a clone of it, not the whole `App`.
 
-use super::event::{insert_new, with_texts, Event, LevelPolicy, Recorder};
+use super::event::{insert_new, with_texts, ActivityRecord, Event, LevelPolicy, Recorder};
 use super::silences::Silences;
 use crate::db::Db;
-use crate::live::{envelope, Hub};
+use crate::live::{envelope_of, Hub};
 use crate::metrics::Counters;
 use std::sync::Arc;
 
@@ -21,7 +21,7 @@ pub trait StoredEvents: Send + Sync {
     /// Called once per stored batch, with exactly the events stored now that no
     /// silence holds back (none when every one is silenced).
     /// Must not block.
-    fn offer(&self, events: &[Event]);
+    fn offer(&self, records: &[Arc<ActivityRecord>]);
 }
 
 /// Cheap to clone: a handle on shared parts.
@@ -72,15 +72,16 @@ impl ActivitySink {
                     self.counters.activity_stored(&e.kind, e.level.as_str());
                 }
                 if !stored.is_empty() {
-                    let mut records: Vec<_> = stored.iter().map(|e| e.to_json(false)).collect();
+                    // Composed once: the dashboards and every webhook get these
+                    // records, texts included, without a copy.
+                    let mut records: Vec<_> = stored.into_iter().map(|e| e.record(false)).collect();
                     with_texts(&self.db, &mut records);
-                    self.hub.broadcast(envelope(
-                        "ACTIVITY_APPENDED",
-                        serde_json::Value::Array(records),
-                    ));
-                    let deliver: Vec<Event> = stored
+                    self.hub
+                        .broadcast(envelope_of("ACTIVITY_APPENDED", &records));
+                    let deliver: Vec<Arc<ActivityRecord>> = records
                         .into_iter()
-                        .filter(|e| !e.data.contains_key("silenced"))
+                        .filter(|r| !r.event.data.contains_key("silenced"))
+                        .map(Arc::new)
                         .collect();
                     // Offering runs on the recorder's thread (the cluster
                     // thread among them) with user-made webhook definitions:

@@ -99,7 +99,11 @@ impl IncidentHealth {
 /// One reason behind an incident (`data.incident.reasons[]`, with its sentence:
 /// [`Reason`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "kebab-case", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "kebab-case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Finding {
     Unreachable {
         hosts: Vec<String>,

@@ -12,13 +12,12 @@
 //! receiver may see a duplicate in that window, never a gap). Without `ha.vip`
 //! the server is always active and the gate only passes events on.
 
-use crate::activity::{Event, StoredEvents};
-use crate::clock::{iso, SharedClock};
+use crate::activity::{ActivityRecord, StoredEvents};
+use crate::clock::SharedClock;
 use crate::config::ha::HaConfig;
 use crate::lifecycle::Shutdown;
 use chrono::{DateTime, Duration, Utc};
 use parking_lot::Mutex;
-use serde_json::{json, Value};
 use std::collections::VecDeque;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -81,13 +80,17 @@ impl Role {
     }
 
     /// `GET /api/v1/ha`: `{configured, vip, role: active|standby, since}`.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "configured": self.vip.is_some(),
-            "vip": self.vip.map(|v| v.to_string()),
-            "role": if self.is_active() { "active" } else { "standby" },
-            "since": iso(*self.since.lock()),
-        })
+    pub fn status(&self) -> HaStatus {
+        HaStatus {
+            configured: self.vip.is_some(),
+            vip: self.vip,
+            role: if self.is_active() {
+                "active"
+            } else {
+                "standby"
+            },
+            since: *self.since.lock(),
+        }
     }
 
     fn holds_now(&self) -> bool {
@@ -99,9 +102,19 @@ impl Role {
     }
 }
 
+/// What `GET /api/v1/ha` answers.
+#[derive(Debug, serde::Serialize)]
+pub struct HaStatus {
+    pub configured: bool,
+    pub vip: Option<IpAddr>,
+    pub role: &'static str,
+    #[serde(with = "crate::clock::iso_millis")]
+    pub since: DateTime<Utc>,
+}
+
 struct Kept {
     at: DateTime<Utc>,
-    event: Event,
+    record: Arc<ActivityRecord>,
     passed: bool,
 }
 
@@ -140,7 +153,7 @@ impl Gate {
         let mut due = Vec::new();
         for k in kept.iter_mut().filter(|k| !k.passed) {
             k.passed = true;
-            due.push(k.event.clone());
+            due.push(k.record.clone());
         }
         if !due.is_empty() {
             self.inner.offer(&due);
@@ -159,21 +172,21 @@ fn prune(kept: &mut VecDeque<Kept>, before: DateTime<Utc>) {
 }
 
 impl StoredEvents for Gate {
-    fn offer(&self, events: &[Event]) {
+    fn offer(&self, records: &[Arc<ActivityRecord>]) {
         let now = self.clock.utc();
         let mut kept = self.kept.lock();
         // Read under the lock: a handover sets the role first, then takes it.
         let active = self.role.is_active();
         if self.role.vip.is_some() {
             prune(&mut kept, now - self.window);
-            kept.extend(events.iter().map(|e| Kept {
+            kept.extend(records.iter().map(|r| Kept {
                 at: now,
-                event: e.clone(),
+                record: r.clone(),
                 passed: active,
             }));
         }
         if active {
-            self.inner.offer(events);
+            self.inner.offer(records);
         }
     }
 }
@@ -210,21 +223,23 @@ mod tests {
     #[derive(Default)]
     struct Seen(Mutex<Vec<String>>);
     impl StoredEvents for Seen {
-        fn offer(&self, events: &[Event]) {
-            self.0.lock().extend(events.iter().map(|e| e.id.clone()));
+        fn offer(&self, records: &[Arc<ActivityRecord>]) {
+            self.0
+                .lock()
+                .extend(records.iter().map(|r| r.event.id.clone()));
         }
     }
 
-    fn event(id: &str) -> Event {
-        let mut e = Event::server(
+    fn event(id: &str) -> Arc<ActivityRecord> {
+        let mut e = crate::activity::Event::server(
             "client.connected",
             vrrp_protocol::ActivityLevel::Info,
             None,
-            json!({}),
+            serde_json::json!({}),
             Utc::now(),
         );
         e.id = id.into();
-        e
+        Arc::new(e.record(false))
     }
 
     #[test]

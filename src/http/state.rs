@@ -51,6 +51,8 @@ pub struct App {
     pub activity: ActivitySink,
     /// Maintenance windows.
     pub silences: Arc<crate::activity::silences::Silences>,
+    /// The webhook definitions, compiled when saved: every change goes through it.
+    pub webhooks: Arc<crate::webhooks::live::Webhooks>,
     pub token_cleanup: Arc<Scheduler>,
     pub notification_cleanup: Arc<Scheduler>,
     /// One writer of the config file at a time.

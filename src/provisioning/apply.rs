@@ -15,7 +15,7 @@ use crate::config::settings::{Settings, HISTORY_RETENTION_KEY};
 use crate::db::Db;
 use crate::lifecycle::Shutdown;
 use crate::schedulers::Scheduler;
-use crate::webhooks::provisioned as webhooks;
+use crate::webhooks::live::Webhooks;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,6 +32,8 @@ pub struct Handles {
     pub silences: Arc<Silences>,
     /// Where `silence.created` goes.
     pub activity: Arc<dyn Recorder>,
+    /// The webhook definitions the dispatcher holds: a file's change replaces them.
+    pub webhooks: Arc<Webhooks>,
     /// `webhooks.allowed_networks`: a file's webhook meets the API's target rule.
     pub allowed_networks: Vec<ipnet::IpNet>,
     pub state: Arc<Provisioning>,
@@ -48,7 +50,9 @@ pub struct Wake {
 /// Applies a checked set; one sentence per change.
 pub fn apply(h: &Handles, set: Provisioned, wake: &Wake) -> Result<Vec<String>, String> {
     let now = h.clock.utc();
-    let mut changes = webhooks::sync(&h.db, set.webhooks, now)
+    let mut changes = h
+        .webhooks
+        .sync_provisioned(set.webhooks, now)
         .map_err(|e| format!("cannot store the webhooks: {e}"))?;
     let settings = h.settings.provision(set.settings);
     if settings.iter().any(|(k, _)| k.starts_with("token_")) {

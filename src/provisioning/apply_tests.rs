@@ -42,8 +42,9 @@ fn fixture() -> Fixture {
         db: db.clone(),
         clock: Arc::new(clock.clone()),
         settings: Arc::new(Settings::new(values).unwrap()),
-        silences: Arc::new(Silences::load(db).unwrap()),
+        silences: Arc::new(Silences::load(db.clone()).unwrap()),
         activity: events.clone(),
+        webhooks: Arc::new(crate::webhooks::live::Webhooks::load(db).unwrap()),
         allowed_networks: Vec::new(),
         state: Arc::new(Provisioning::new(dir.path().join("provisioning"))),
     };
@@ -201,8 +202,8 @@ fn the_same_files_twice_change_nothing() {
     assert_eq!(left[0].id, api.id);
     assert_eq!(f.h.settings.number("token_retention_days", 0), 30);
     assert!(f.h.settings.provisioned().is_empty());
-    let silences = f.h.silences.list_json(f.clock.utc());
-    assert_eq!(silences[0]["endsAt"], crate::clock::iso(f.clock.utc()));
+    let silences = f.h.silences.list(f.clock.utc());
+    assert_eq!(silences[0].ends_at, f.clock.utc());
     assert_eq!(f.reload().unwrap(), Vec::<String>::new());
 }
 
@@ -215,9 +216,9 @@ fn a_window_already_over_is_stored_as_ended_without_events() {
     );
     assert_eq!(f.reload().unwrap().len(), 1);
     assert!(f.events.0.lock().is_empty());
-    let list = f.h.silences.list_json(f.clock.utc());
-    assert_eq!(list[0]["status"], "expired");
-    assert_eq!(list[0]["provisionedFrom"], "old.yaml");
-    assert_eq!(list[0]["name"], "old");
+    let list = f.h.silences.list(f.clock.utc());
+    assert_eq!(list[0].status, "expired");
+    assert_eq!(list[0].provisioned_from.as_deref(), Some("old.yaml"));
+    assert_eq!(list[0].name.as_deref(), Some("old"));
     assert!(f.reload().unwrap().is_empty());
 }

@@ -19,7 +19,7 @@ use chrono::{DateTime, Duration, Utc};
 use crossbeam_channel::{bounded, Receiver, Sender};
 use parking_lot::Mutex;
 use rusqlite::{params, OptionalExtension};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Arc;
 
 /// When the next scheduled run is due, `None` while the interval is 0: one interval
@@ -64,17 +64,48 @@ pub struct LastRun {
     pub error: Option<String>,
 }
 
+/// A run as the API shows it: an interrupted run has neither `finishedAt` nor
+/// `result` (the outer `None`); a finished one has both, possibly null.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastRunView {
+    pub trigger: String,
+    pub status: String,
+    pub started_at: String,
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Option<Removed>>,
+}
+
+/// A run's `result`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Removed {
+    pub removed: i64,
+}
+
 impl LastRun {
-    fn to_json(&self) -> Value {
-        let mut v = json!({ "trigger": self.trigger, "status": self.status, "startedAt": self.started_at, "error": self.error });
-        if self.status != "interrupted" {
-            v["finishedAt"] = json!(self.finished_at);
-            v["result"] = self
-                .removed
-                .map_or(Value::Null, |n| json!({ "removed": n }));
+    fn view(&self) -> LastRunView {
+        let ended = self.status != "interrupted";
+        LastRunView {
+            trigger: self.trigger.clone(),
+            status: self.status.clone(),
+            started_at: self.started_at.clone(),
+            error: self.error.clone(),
+            finished_at: ended.then(|| self.finished_at.clone()),
+            result: ended.then(|| self.removed.map(|removed| Removed { removed })),
         }
-        v
     }
+}
+
+/// The Scheduler status shape of the API.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SchedulerStatus {
+    pub is_running: bool,
+    pub next_run: Option<String>,
+    pub last_run: Option<LastRunView>,
 }
 
 #[derive(Debug, Default)]
@@ -156,13 +187,13 @@ impl Scheduler {
     }
 
     /// The Scheduler status shape of the API.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> SchedulerStatus {
         let s = self.state.lock();
-        json!({
-            "isRunning": s.running,
-            "nextRun": s.next_run.map(iso),
-            "lastRun": s.last_run.as_ref().map(LastRun::to_json),
-        })
+        SchedulerStatus {
+            is_running: s.running,
+            next_run: s.next_run.map(iso),
+            last_run: s.last_run.as_ref().map(LastRun::view),
+        }
     }
 
     /// Re-arms the timer now (interval changed, or a run ended).

@@ -8,10 +8,11 @@
 //! retried after 1 s and 5 s (on the server's clock). The outcome goes to the
 //! webhook's lastStatus/lastError/lastAttemptAt and the log, never the activity list.
 
-use super::store::{self, Webhook};
-use super::template::{compile, compile_text};
+use super::live::{LiveHook, Rendered, Webhooks};
+use super::store;
+use super::template::Context;
 use crate::activity::messages::compose;
-use crate::activity::{Event, StoredEvents};
+use crate::activity::{ActivityRecord, StoredEvents};
 use crate::clock::{iso, SharedClock};
 use crate::db::Db;
 use crate::metrics::{Counters, Outcome};
@@ -21,7 +22,7 @@ use parking_lot::Mutex;
 use rusqlite::params;
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Deliveries waiting per webhook before new events are dropped for it.
 pub const QUEUE: usize = 100;
@@ -53,8 +54,10 @@ impl Attempt {
     }
 }
 
-/// The context a template reads: `event` (with message and detail), `client`, `webhook`.
-pub fn context(db: &Db, event: &Value, webhook_name: &str) -> Value {
+/// What every webhook's template reads of one event (`event` with its
+/// `message` and `detail`, `client`, `readiness`); a webhook's own `webhook`
+/// is layered over it ([`Context::layered`]).
+pub fn shared_context(db: &Db, event: Value) -> Value {
     let client = event["clientId"]
         .as_str()
         .and_then(|id| crate::agents::clients::get(db, id).ok().flatten())
@@ -64,7 +67,12 @@ pub fn context(db: &Db, event: &Value, webhook_name: &str) -> Value {
             hostname: c.hostname.clone(),
             site: c.site.clone(),
         });
-    context_of(event, client.as_ref(), webhook_name)
+    shared_context_of(event, client.as_ref())
+}
+
+/// A webhook's own layer of the context.
+pub fn own_context(webhook_name: &str) -> Value {
+    json!({ "webhook": { "name": webhook_name } })
 }
 
 /// The client fields a template sees.
@@ -75,25 +83,28 @@ pub struct ClientView {
     pub site: Option<String>,
 }
 
-/// [`context`] without the database: the event's client already looked up.
-pub fn context_of(event: &Value, client: Option<&ClientView>, webhook_name: &str) -> Value {
-    let (message, detail) = compose(
-        event["kind"].as_str().unwrap_or_default(),
-        &event["subject"],
-        &event["data"],
-        client.map(|c| c.name.as_str()),
-    );
-    let mut event = event.clone();
+/// [`shared_context`] without the database: the event's client already looked
+/// up. An event without `message` (a sample) has its texts composed here; a
+/// stored event's come with it, composed once for the dashboards and every
+/// webhook.
+pub fn shared_context_of(mut event: Value, client: Option<&ClientView>) -> Value {
     if let Some(o) = event.as_object_mut() {
         o.remove("seen");
-        o.insert("message".into(), json!(message));
-        o.insert("detail".into(), json!(detail));
+        if !o.contains_key("message") {
+            let (message, detail) = compose(
+                o.get("kind").and_then(Value::as_str).unwrap_or_default(),
+                o.get("subject").unwrap_or(&Value::Null),
+                o.get("data").unwrap_or(&Value::Null),
+                client.map(|c| c.name.as_str()),
+            );
+            o.insert("message".into(), json!(message));
+            o.insert("detail".into(), json!(detail));
+        }
     }
     let readiness = readiness_context(&event);
     json!({
         "event": event,
         "client": client.map(|c| json!({ "id": c.id, "name": c.name, "hostname": c.hostname, "site": c.site })),
-        "webhook": { "name": webhook_name },
         "readiness": readiness,
     })
 }
@@ -128,28 +139,17 @@ fn readiness_context(event: &Value) -> Value {
     })
 }
 
-/// What a delivery sends: method, URL, headers, body.
-pub struct Rendered {
-    pub url: String,
-    pub headers: Vec<(String, String)>,
-    pub body: Value,
-}
-
-pub fn render(hook: &store::WebhookSpec, ctx: &Value) -> Result<Rendered, String> {
-    let body = compile(&hook.body_template)
-        .map_err(|e| e.to_string())?
-        .render(ctx);
-    let url = compile_text(&hook.url, "url")
-        .map_err(|e| e.to_string())?
-        .render(ctx);
-    let mut headers = Vec::new();
-    for (k, v) in &hook.headers {
-        let value = compile_text(v.as_str().unwrap_or_default(), k)
-            .map_err(|e| e.to_string())?
-            .render(ctx);
-        headers.push((k.clone(), value));
-    }
-    Ok(Rendered { url, headers, body })
+/// A definition not (necessarily) saved, rendered once with an event (a
+/// sample): the API's test and preview. Also answers the context's shared part.
+pub fn render_once(
+    db: &Db,
+    spec: &store::WebhookSpec,
+    event: Value,
+) -> Result<(Rendered, Value), String> {
+    let templates = super::live::Templates::compile(spec)?;
+    let shared = shared_context(db, event);
+    let own = own_context(&spec.name);
+    Ok((templates.render(Context::layered(&own, &shared)), shared))
 }
 
 /// One attempt, with the webhook's timeout.
@@ -236,11 +236,12 @@ pub fn send(hook: &store::WebhookSpec, rendered: &Rendered, allowed: &[ipnet::Ip
     }
 }
 
-/// What a webhook thread uses: the database (definitions, outcomes) and the
-/// server's clock (retry times).
+/// What a webhook thread uses: the definitions in memory, the database (the
+/// outcomes, the event's client) and the server's clock (retry times).
 #[derive(Clone)]
 struct Handles {
     db: Arc<Db>,
+    hooks: Arc<Webhooks>,
     clock: SharedClock,
     /// Delivery outcomes by webhook, for `GET /metrics`.
     counters: Arc<Counters>,
@@ -248,15 +249,32 @@ struct Handles {
     allowed_networks: Arc<[ipnet::IpNet]>,
 }
 
+/// One stored event on its way to the webhooks that want it: the record
+/// (texts composed once, by the activity sink) and the context every
+/// webhook's template reads, built by the first webhook thread to need it.
+struct Delivery {
+    record: Arc<ActivityRecord>,
+    shared: OnceLock<Value>,
+}
+
+impl Delivery {
+    fn shared(&self, db: &Db) -> &Value {
+        self.shared.get_or_init(|| {
+            shared_context(db, serde_json::to_value(&*self.record).unwrap_or_default())
+        })
+    }
+}
+
 /// The webhook threads, one per webhook that had something to deliver.
 pub struct Dispatcher {
     handles: Handles,
-    queues: Mutex<HashMap<String, Sender<Value>>>,
+    queues: Mutex<HashMap<String, Sender<Arc<Delivery>>>>,
 }
 
 impl Dispatcher {
     pub fn new(
         db: Arc<Db>,
+        hooks: Arc<Webhooks>,
         clock: SharedClock,
         counters: Arc<Counters>,
         allowed_networks: Vec<ipnet::IpNet>,
@@ -264,6 +282,7 @@ impl Dispatcher {
         Dispatcher {
             handles: Handles {
                 db,
+                hooks,
                 clock,
                 counters,
                 allowed_networks: allowed_networks.into(),
@@ -272,64 +291,70 @@ impl Dispatcher {
         }
     }
 
-    fn queue_of(&self, hook: &Webhook) -> Sender<Value> {
+    fn queue_of(&self, hook: &LiveHook) -> Sender<Arc<Delivery>> {
+        let id = &hook.hook.id;
         let mut queues = self.queues.lock();
-        if let Some(tx) = queues.get(&hook.id) {
+        if let Some(tx) = queues.get(id) {
             return tx.clone();
         }
-        let (tx, rx) = bounded::<Value>(QUEUE);
-        let (handles, id) = (self.handles.clone(), hook.id.clone());
+        let (tx, rx) = bounded::<Arc<Delivery>>(QUEUE);
+        let (handles, thread_id) = (self.handles.clone(), id.clone());
         let spawned = std::thread::Builder::new()
             // The id, never the name: a name is user text (a NUL made
             // `Builder::name` panic on the cluster thread and end the process).
-            .name(format!("webhook:{}", short_id(&hook.id)))
+            .name(format!("webhook:{}", short_id(id)))
             .spawn(move || {
-                for event in rx {
-                    // The configuration is read per delivery: it may have changed; a
-                    // deleted webhook ends its thread.
-                    let Ok(Some(hook)) = store::get(&handles.db, &id) else {
+                for delivery in rx {
+                    // The definition as saved now: it may have changed since the
+                    // event was queued; a deleted webhook ends its thread.
+                    let Some(hook) = handles.hooks.get(&thread_id) else {
                         return;
                     };
-                    crate::lifecycle::contain_panics(|| deliver(&handles, &hook, &event));
+                    crate::lifecycle::contain_panics(|| deliver(&handles, &hook, &delivery));
                 }
             });
         if let Err(e) = spawned {
             log::error!(
                 "Cannot start the thread of webhook \"{}\": {e}",
-                hook.spec.name
+                hook.hook.spec.name
             );
         }
-        queues.insert(hook.id.clone(), tx.clone());
+        queues.insert(id.clone(), tx.clone());
         tx
     }
 }
 
 impl StoredEvents for Dispatcher {
-    /// Offers newly stored events to every webhook that wants them.
-    fn offer(&self, events: &[Event]) {
-        let hooks = match store::list(&self.handles.db) {
-            Ok(h) => h,
-            Err(e) => {
-                log::error!("Cannot read the webhooks: {e}");
-                return;
-            }
-        };
-        for hook in hooks.iter().filter(|h| h.spec.enabled) {
-            for event in events
+    /// Offers newly stored events to every webhook that wants them: no
+    /// database read, no template compiled, one shared copy per event.
+    fn offer(&self, records: &[Arc<ActivityRecord>]) {
+        let hooks = self.handles.hooks.current();
+        let deliveries: Vec<Arc<Delivery>> = records
+            .iter()
+            .map(|r| {
+                Arc::new(Delivery {
+                    record: r.clone(),
+                    shared: OnceLock::new(),
+                })
+            })
+            .collect();
+        for live in hooks.iter().filter(|h| h.hook.spec.enabled) {
+            let spec = &live.hook.spec;
+            for delivery in deliveries
                 .iter()
-                .filter(|e| hook.spec.wants(&e.kind, e.level.as_str()))
+                .filter(|d| spec.wants(&d.record.event.kind, d.record.event.level.as_str()))
             {
-                let tx = self.queue_of(hook);
-                match tx.try_send(event.to_json(false)) {
+                let tx = self.queue_of(live);
+                match tx.try_send(delivery.clone()) {
                     Ok(()) => {}
                     Err(TrySendError::Full(_)) => {
                         self.handles
                             .counters
-                            .webhook_outcome(&hook.spec.name, Outcome::Dropped);
-                        log::warn!("Webhook \"{}\": {QUEUE} deliveries waiting; event {} is dropped for it", hook.spec.name, event.id)
+                            .webhook_outcome(&spec.name, Outcome::Dropped);
+                        log::warn!("Webhook \"{}\": {QUEUE} deliveries waiting; event {} is dropped for it", spec.name, delivery.record.event.id)
                     }
                     Err(TrySendError::Disconnected(_)) => {
-                        self.queues.lock().remove(&hook.id);
+                        self.queues.lock().remove(&live.hook.id);
                     }
                 }
             }
@@ -346,10 +371,13 @@ fn short_id(id: &str) -> String {
 }
 
 /// Delivers one event, with the retries, and records the outcome.
-fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
-    let ctx = context(&h.db, event, &hook.spec.name);
-    let rendered = match render(&hook.spec, &ctx) {
-        Ok(r) => r,
+fn deliver(h: &Handles, live: &LiveHook, delivery: &Delivery) {
+    let hook = &live.hook;
+    let rendered = match &live.templates {
+        Ok(t) => {
+            let own = own_context(&hook.spec.name);
+            t.render(Context::layered(&own, delivery.shared(&h.db)))
+        }
         Err(e) => {
             h.counters.webhook_outcome(&hook.spec.name, Outcome::Failed);
             record(
@@ -383,7 +411,7 @@ fn deliver(h: &Handles, hook: &Webhook, event: &Value) {
         log::warn!(
             "Webhook \"{}\": delivery of event {} failed: {}",
             hook.spec.name,
-            event["id"].as_str().unwrap_or("?"),
+            delivery.record.event.id,
             attempt.error.as_deref().unwrap_or("?")
         );
     }

@@ -2,8 +2,6 @@
 //! `static/webhook-templates/` (the dashboard can load them) and offered by
 //! `GET /api/v1/webhooks/templates` with what else a webhook for that receiver needs.
 
-use serde_json::{json, Value};
-
 /// One ready-made webhook: a starting point the operator completes (URL, keys).
 pub struct ReadyMade {
     pub id: &'static str,
@@ -110,22 +108,44 @@ pub const READY_MADE: &[ReadyMade] = &[
 
 impl ReadyMade {
     /// As `GET /api/v1/webhooks/templates` shows it: a webhook body to complete.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "description": self.description,
-            "webhook": {
-                "name": self.name,
-                "url": self.url,
-                "method": self.method,
-                "headers": self.headers.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-                "kinds": self.kinds,
-                "minLevel": self.min_level,
-                "bodyTemplate": self.body_template,
+    pub fn view(&'static self) -> ReadyMadeView {
+        ReadyMadeView {
+            id: self.id,
+            name: self.name,
+            description: self.description,
+            webhook: ReadyMadeBody {
+                name: self.name,
+                url: self.url,
+                method: self.method,
+                headers: self.headers.iter().copied().collect(),
+                kinds: self.kinds,
+                min_level: self.min_level,
+                body_template: self.body_template,
             },
-        })
+        }
     }
+}
+
+/// A ready-made webhook as the API lists it.
+#[derive(Debug, serde::Serialize)]
+pub struct ReadyMadeView {
+    pub id: &'static str,
+    pub name: &'static str,
+    pub description: &'static str,
+    pub webhook: ReadyMadeBody,
+}
+
+/// The webhook body a ready-made one proposes (what `POST /api/v1/webhooks` takes).
+#[derive(Debug, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadyMadeBody {
+    pub name: &'static str,
+    pub url: &'static str,
+    pub method: &'static str,
+    pub headers: std::collections::BTreeMap<&'static str, &'static str>,
+    pub kinds: &'static [&'static str],
+    pub min_level: &'static str,
+    pub body_template: &'static str,
 }
 
 #[cfg(test)]
@@ -134,6 +154,7 @@ mod tests {
     use crate::webhooks::delivery::samples;
     use crate::webhooks::store::validate;
     use crate::webhooks::template::{compile, compile_text};
+    use serde_json::{json, Value};
 
     fn ctx(kind: &str) -> Value {
         let event = samples(chrono::Utc::now())
@@ -160,7 +181,7 @@ mod tests {
     #[test]
     fn every_ready_made_webhook_passes_the_api_rules() {
         for r in READY_MADE {
-            let body = r.to_json()["webhook"].clone();
+            let body = serde_json::to_value(r.view().webhook).unwrap();
             let spec =
                 validate(body.as_object().unwrap()).unwrap_or_else(|e| panic!("{}: {e:?}", r.id));
             assert_eq!(spec.method, r.method);

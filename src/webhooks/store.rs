@@ -16,7 +16,8 @@ const LEVELS: [&str; 4] = ["trace", "info", "warning", "error"];
 
 /// A webhook's configuration as the API takes it (everything but id and the
 /// read-only outcome fields).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct WebhookSpec {
     pub name: String,
     pub enabled: bool,
@@ -197,10 +198,12 @@ impl WebhookSpec {
     }
 }
 
-/// A stored webhook.
-#[derive(Debug, Clone)]
+/// A stored webhook, as the API shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Webhook {
     pub id: String,
+    #[serde(flatten)]
     pub spec: WebhookSpec,
     pub last_status: Option<i64>,
     pub last_error: Option<String>,
@@ -210,19 +213,6 @@ pub struct Webhook {
     /// The provisioning file that defines it (`webhooks.yaml`); `None` when
     /// made through the API. A provisioned webhook is changed only by its file.
     pub provisioned_from: Option<String>,
-}
-
-impl Webhook {
-    pub fn to_json(&self) -> Value {
-        let s = &self.spec;
-        json!({
-            "id": self.id, "name": s.name, "enabled": s.enabled, "url": s.url, "method": s.method,
-            "headers": s.headers, "bodyTemplate": s.body_template, "minLevel": s.min_level, "kinds": s.kinds,
-            "timeoutMs": s.timeout_ms, "lastStatus": self.last_status, "lastError": self.last_error,
-            "lastAttemptAt": self.last_attempt_at, "createdAt": self.created_at, "updatedAt": self.updated_at,
-            "provisionedFrom": self.provisioned_from,
-        })
-    }
 }
 
 pub(super) fn from_row(r: &Row<'_>) -> rusqlite::Result<Webhook> {

@@ -151,8 +151,8 @@ pub fn compile_text(text: &str, location: &str) -> Result<TextTemplate, Template
 pub struct TextTemplate(Vec<Part>);
 
 impl TextTemplate {
-    pub fn render(&self, ctx: &Value) -> String {
-        render_parts(&self.0, ctx, &mut Vec::new())
+    pub fn render<'a>(&self, ctx: impl Into<Context<'a>>) -> String {
+        render_parts(&self.0, &ctx.into(), &mut Vec::new())
     }
 }
 
@@ -511,9 +511,39 @@ fn filter(text: &str, at: &str) -> Result<Filter, TemplateError> {
 
 // --- rendering ---
 
+/// What a template reads at its top level: each name is looked up in the
+/// layers in turn. A webhook's own fields (`webhook`) sit over what every
+/// webhook reads of one event (`event`, `client`, `readiness`), which is built
+/// once per event and shared, not copied per webhook.
+#[derive(Clone, Copy)]
+pub struct Context<'a> {
+    layers: [&'a Value; 2],
+}
+
+static NOTHING: Value = Value::Null;
+
+impl<'a> Context<'a> {
+    /// `own` first, then `shared`.
+    pub fn layered(own: &'a Value, shared: &'a Value) -> Context<'a> {
+        Context {
+            layers: [own, shared],
+        }
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Value> {
+        self.layers.iter().find_map(|l| l.get(key))
+    }
+}
+
+impl<'a> From<&'a Value> for Context<'a> {
+    fn from(v: &'a Value) -> Context<'a> {
+        Context::layered(v, &NOTHING)
+    }
+}
+
 type Scope = Vec<(String, Value)>;
 
-fn lookup(path: &Path, ctx: &Value, scope: &Scope) -> Option<Value> {
+fn lookup(path: &Path, ctx: &Context, scope: &Scope) -> Option<Value> {
     let base = scope
         .iter()
         .rev()
@@ -592,13 +622,13 @@ fn apply(filter: &Filter, v: Option<Value>) -> Option<Value> {
     }
 }
 
-fn eval(e: &Expr, ctx: &Value, scope: &Scope) -> Option<Value> {
+fn eval(e: &Expr, ctx: &Context, scope: &Scope) -> Option<Value> {
     e.filters
         .iter()
         .fold(lookup(&e.path, ctx, scope), |v, f| apply(f, v))
 }
 
-fn render_parts(parts: &[Part], ctx: &Value, scope: &mut Scope) -> String {
+fn render_parts(parts: &[Part], ctx: &Context, scope: &mut Scope) -> String {
     parts
         .iter()
         .map(|p| match p {
@@ -618,7 +648,7 @@ fn truthy(v: Option<&Value>) -> bool {
 }
 
 /// `None`: the node drops out (an `$if` whose branch is absent).
-fn render_node(node: &Node, ctx: &Value, scope: &mut Scope) -> Option<Value> {
+fn render_node(node: &Node, ctx: &Context, scope: &mut Scope) -> Option<Value> {
     match node {
         Node::Literal(v) => Some(v.clone()),
         Node::Whole(e) => Some(eval(e, ctx, scope).unwrap_or(Value::Null)),
@@ -692,8 +722,8 @@ fn render_node(node: &Node, ctx: &Value, scope: &mut Scope) -> Option<Value> {
 
 impl Template {
     /// Renders the template from the context `{event, client, webhook}`.
-    pub fn render(&self, ctx: &Value) -> Value {
-        render_node(&self.root, ctx, &mut Vec::new()).unwrap_or(Value::Null)
+    pub fn render<'a>(&self, ctx: impl Into<Context<'a>>) -> Value {
+        render_node(&self.root, &ctx.into(), &mut Vec::new()).unwrap_or(Value::Null)
     }
 }
 

@@ -8,12 +8,13 @@
 
 use crate::activity::event::{is_about_cluster, Event};
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The longest silence: a week, so nothing is forgotten behind one.
 pub const MAX_SILENCE_DAYS: i64 = 7;
 
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Matcher {
     pub cluster_key: Option<String>,
     pub client_id: Option<String>,
@@ -42,15 +43,13 @@ pub fn kind_matches(pattern: &str, kind: &str) -> bool {
 
 impl Matcher {
     pub fn matches(&self, event: &Event) -> bool {
-        let data = Value::Object(event.data.clone());
-        let record = json!({ "data": data });
         if let Some(key) = &self.cluster_key {
-            if !is_about_cluster(&record, key) {
+            if !is_about_cluster(&event.data, key) {
                 return false;
             }
         }
         if let Some(id) = &self.client_id {
-            let member = record["data"]["cluster"]["members"]
+            let member = event.data.get("cluster").map_or(&Value::Null, |c| c)["members"]
                 .as_array()
                 .is_some_and(|ms| ms.iter().any(|m| m["clientId"].as_str() == Some(id)));
             if event.client_id.as_deref() != Some(id.as_str()) && !member {
@@ -63,10 +62,6 @@ impl Matcher {
             }
         }
         true
-    }
-
-    pub fn to_json(&self) -> Value {
-        json!({ "clusterKey": self.cluster_key, "clientId": self.client_id, "kind": self.kind })
     }
 }
 

@@ -59,7 +59,8 @@ impl Silence {
         self.starts_at <= at && at < self.ends_at
     }
 
-    pub fn to_json(&self, now: DateTime<Utc>) -> Value {
+    /// The API's Silence, with its status at `now`.
+    pub fn view(&self, now: DateTime<Utc>) -> SilenceView {
         let status = if self.expired || now >= self.ends_at {
             "expired"
         } else if now < self.starts_at {
@@ -67,24 +68,43 @@ impl Silence {
         } else {
             "active"
         };
-        json!({
-            "id": self.id,
-            "matcher": self.matcher.to_json(),
-            "startsAt": iso(self.starts_at),
-            "endsAt": iso(self.ends_at),
-            "comment": self.comment,
-            "createdBy": self.created_by,
-            "createdAt": iso(self.created_at),
-            "status": status,
-            "name": self.provisioned.as_ref().map(|p| &p.name),
-            "provisionedFrom": self.provisioned.as_ref().map(|p| &p.file),
-        })
+        SilenceView {
+            id: self.id.clone(),
+            matcher: self.matcher.clone(),
+            starts_at: self.starts_at,
+            ends_at: self.ends_at,
+            comment: self.comment.clone(),
+            created_by: self.created_by.clone(),
+            created_at: self.created_at,
+            status,
+            name: self.provisioned.as_ref().map(|p| p.name.clone()),
+            provisioned_from: self.provisioned.as_ref().map(|p| p.file.clone()),
+        }
     }
 
     /// `data.silenced` of a held-back event.
     fn mark(&self) -> Value {
         json!({ "id": self.id, "comment": self.comment, "until": iso(self.ends_at) })
     }
+}
+
+/// A silence as the API and `data.silence` show it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SilenceView {
+    pub id: String,
+    pub matcher: Matcher,
+    #[serde(with = "crate::clock::iso_millis")]
+    pub starts_at: DateTime<Utc>,
+    #[serde(with = "crate::clock::iso_millis")]
+    pub ends_at: DateTime<Utc>,
+    pub comment: String,
+    pub created_by: String,
+    #[serde(with = "crate::clock::iso_millis")]
+    pub created_at: DateTime<Utc>,
+    pub status: &'static str,
+    pub name: Option<String>,
+    pub provisioned_from: Option<String>,
 }
 
 /// The incidents a silence held back that are still open, as the events to
@@ -167,9 +187,9 @@ impl Silences {
     }
 
     /// Newest first.
-    pub fn list_json(&self, now: DateTime<Utc>) -> Value {
+    pub fn list(&self, now: DateTime<Utc>) -> Vec<SilenceView> {
         let list = self.list.read();
-        Value::Array(list.iter().rev().map(|s| s.to_json(now)).collect())
+        list.iter().rev().map(|s| s.view(now)).collect()
     }
 
     /// Stores a new silence and records `silence.created`.
@@ -179,7 +199,7 @@ impl Silences {
         created_by: &str,
         now: DateTime<Utc>,
         sink: &dyn Recorder,
-    ) -> Result<Value, DbError> {
+    ) -> Result<SilenceView, DbError> {
         let s = Silence {
             id: uuid::Uuid::new_v4().to_string(),
             matcher: new.matcher,
@@ -201,10 +221,10 @@ impl Silences {
             )?;
             Ok::<_, DbError>(())
         })?;
-        let json = s.to_json(now);
+        let view = s.view(now);
         self.list.write().push(s.clone());
         sink.record(vec![silence_event("silence.created", &s, now)]);
-        Ok(json)
+        Ok(view)
     }
 
     /// The silence of this id, if any.
@@ -282,7 +302,7 @@ fn silence_event(kind: &str, s: &Silence, now: DateTime<Utc>) -> Event {
         kind,
         ActivityLevel::Info,
         s.matcher.client_id.clone(),
-        json!({ "silence": s.to_json(now) }),
+        json!({ "silence": s.view(now) }),
         now,
     );
     e.correlation_id = Some(s.id.clone());

@@ -81,19 +81,20 @@ pub fn list_activity(app: &App, req: &Req, session: &Session, _path: &[&str]) ->
         // The text is composed per record, so compose before the limit applies.
         let limit = page.limit.take();
         let mut all = activity::list_page(&app.db, session.user_id, &page, |r| {
-            cluster.is_none_or(|k| activity::is_about_cluster(r, k))
+            cluster.is_none_or(|k| activity::is_about_cluster(&r.event.data, k))
         })?;
         activity::with_texts(&app.db, &mut all);
         all.retain(|r| {
-            ["message", "detail", "kind"]
-                .iter()
-                .any(|f| r[*f].as_str().is_some_and(|t| t.to_lowercase().contains(q)))
+            [Some(r.message()), r.detail(), Some(r.event.kind.as_str())]
+                .into_iter()
+                .flatten()
+                .any(|t| t.to_lowercase().contains(q))
         });
         all.truncate(limit.unwrap_or(usize::MAX));
         all
     } else {
         activity::list_page(&app.db, session.user_id, &page, |r| {
-            cluster.is_none_or(|k| activity::is_about_cluster(r, k))
+            cluster.is_none_or(|k| activity::is_about_cluster(&r.event.data, k))
         })?
     };
     if text.is_none() {
@@ -121,8 +122,9 @@ fn open_incidents(app: &App, session: &Session) -> ApiResult {
     };
     let mut seen = std::collections::HashSet::new();
     let mut records = activity::list_page(&app.db, session.user_id, &page, |r| {
-        r["correlationId"]
-            .as_str()
+        r.event
+            .correlation_id
+            .as_deref()
             .is_some_and(|id| seen.insert(id.to_owned()))
     })?;
     activity::with_texts(&app.db, &mut records);

@@ -10,7 +10,7 @@ use crate::http::App;
 use serde_json::Value;
 
 pub fn get(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    Ok(Resp::ok(&app.ha.to_json()))
+    Ok(Resp::ok(&app.ha.status()))
 }
 
 /// `POST /api/v1/test-hooks/ha/vip` `{"held": true|false|null}`: the `ha-watch`
@@ -30,5 +30,5 @@ pub fn force(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResu
         session.username
     );
     app.ha.force(held);
-    Ok(Resp::ok(&app.ha.to_json()))
+    Ok(Resp::ok(&app.ha.status()))
 }

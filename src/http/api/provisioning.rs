@@ -20,12 +20,12 @@ pub fn status(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
         .collect();
     let silences: Vec<Value> = app
         .silences
-        .list_json(app.clock.utc())
-        .as_array()
+        .list(app.clock.utc())
         .into_iter()
-        .flatten()
-        .filter(|s| s["provisionedFrom"].is_string())
-        .map(|s| json!({ "id": s["id"], "name": s["name"], "file": s["provisionedFrom"], "status": s["status"] }))
+        .filter_map(|s| {
+            let file = s.provisioned_from?;
+            Some(json!({ "id": s.id, "name": s.name, "file": file, "status": s.status }))
+        })
         .collect();
     if let Some(o) = answer.as_object_mut() {
         o.insert("webhooks".into(), json!(webhooks));

@@ -10,7 +10,7 @@ use crate::http::App;
 use serde_json::json;
 
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    Ok(Resp::ok(&app.silences.list_json(app.clock.utc())))
+    Ok(Resp::ok(&app.silences.list(app.clock.utc())))
 }
 
 pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
@@ -21,19 +21,12 @@ pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiRes
     let created = app
         .silences
         .create(new, &session.username, now, &app.activity)?;
-    log::info!(
-        "Silence {} created by \"{}\"",
-        created["id"],
-        session.username
-    );
-    let id = created["id"].as_str().unwrap_or_default().to_owned();
+    log::info!("Silence {} created by \"{}\"", created.id, session.username);
+    let id = created.id.clone();
     let summary = format!(
         "Silence {id} created until {}: {}",
-        created["endsAt"].as_str().unwrap_or("?"),
-        created["comment"]
-            .as_str()
-            .unwrap_or_default()
-            .escape_debug()
+        crate::clock::iso(created.ends_at),
+        created.comment.escape_debug()
     );
     Ok(Resp::json(201, &created).audited("silence.created", format!("silence {id}"), summary))
 }

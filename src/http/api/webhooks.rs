@@ -18,26 +18,18 @@ fn spec(app: &App, req: &Req) -> Result<store::WebhookSpec, ApiError> {
 }
 
 pub fn list(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    let hooks: Vec<_> = store::list(&app.db)?
-        .iter()
-        .map(store::Webhook::to_json)
-        .collect();
-    Ok(Resp::ok(&hooks))
+    Ok(Resp::ok(&store::list(&app.db)?))
 }
 
 pub fn create(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult {
-    let hook = store::create(&app.db, spec(app, req)?, app.clock.utc())?;
+    let hook = app.webhooks.create(spec(app, req)?, app.clock.utc())?;
     log::info!(
         "Webhook \"{}\" created by \"{}\"",
         hook.spec.name,
         session.username
     );
     let summary = format!("Webhook {} created", hook.spec.described());
-    Ok(Resp::json(201, &hook.to_json()).audited(
-        "webhook.created",
-        format!("webhook {}", hook.id),
-        summary,
-    ))
+    Ok(Resp::json(201, &hook).audited("webhook.created", format!("webhook {}", hook.id), summary))
 }
 
 /// A webhook a provisioning file defines is that file's to change: 409.
@@ -56,7 +48,7 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
     let id = path.last().copied().unwrap_or_default();
     refuse_provisioned(app, id)?;
     let spec = spec(app, req)?;
-    match store::update(&app.db, id, spec, app.clock.utc())? {
+    match app.webhooks.update(id, spec, app.clock.utc())? {
         Some(hook) => {
             log::info!(
                 "Webhook \"{}\" changed by \"{}\"",
@@ -64,11 +56,7 @@ pub fn update(app: &App, req: &Req, session: &Session, path: &[&str]) -> ApiResu
                 session.username
             );
             let summary = format!("Webhook {} changed", hook.spec.described());
-            Ok(Resp::ok(&hook.to_json()).audited(
-                "webhook.updated",
-                format!("webhook {id}"),
-                summary,
-            ))
+            Ok(Resp::ok(&hook).audited("webhook.updated", format!("webhook {id}"), summary))
         }
         None => Err(ApiError::not_found("Webhook not found")),
     }
@@ -78,7 +66,7 @@ pub fn delete(app: &App, _req: &Req, session: &Session, path: &[&str]) -> ApiRes
     let id = path.last().copied().unwrap_or_default();
     refuse_provisioned(app, id)?;
     let name = store::get(&app.db, id)?.map(|h| h.spec.name);
-    if !store::delete(&app.db, id)? {
+    if !app.webhooks.delete(id)? {
         return Err(ApiError::not_found("Webhook not found"));
     }
     log::info!("Webhook {id} deleted by \"{}\"", session.username);
@@ -98,8 +86,7 @@ pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     use crate::webhooks::delivery;
     let spec = spec(app, req)?;
     let event = delivery::sample_for(&spec, app.clock.utc());
-    let ctx = delivery::context(&app.db, &event, &spec.name);
-    let rendered = delivery::render(&spec, &ctx)
+    let (rendered, _) = delivery::render_once(&app.db, &spec, event)
         .map_err(|e| ApiError::bad_request(format!("bodyTemplate: {e}")))?;
     let attempt = delivery::send(&spec, &rendered, &app.config.webhooks.allowed_networks);
     let summary = format!(
@@ -125,7 +112,7 @@ pub fn test(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
 pub fn templates(_app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
     let list: Vec<_> = crate::webhooks::ready::READY_MADE
         .iter()
-        .map(|r| r.to_json())
+        .map(|r| r.view())
         .collect();
     Ok(Resp::ok(&list))
 }
@@ -175,8 +162,8 @@ pub fn preview(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
         Err((field, message)) => return refused(&field, format!("{field}: {message}")),
     };
     let event = wanted.unwrap_or_else(|| delivery::sample_for(&spec, app.clock.utc()));
-    let ctx = delivery::context(&app.db, &event, &spec.name);
-    let rendered = match delivery::render(&spec, &ctx) {
+    let kind = event["kind"].clone();
+    let (rendered, shared) = match delivery::render_once(&app.db, &spec, event) {
         Ok(r) => r,
         // validate compiled every template already; kept for a render-time refusal.
         Err(e) => return refused("bodyTemplate", format!("bodyTemplate: {e}")),
@@ -188,8 +175,8 @@ pub fn preview(app: &App, req: &Req, _s: &Session, _path: &[&str]) -> ApiResult 
         .collect();
     Ok(Resp::ok(&json!({
         "ok": true,
-        "kind": event["kind"],
-        "message": ctx["event"]["message"],
+        "kind": kind,
+        "message": shared["event"]["message"],
         "method": spec.method,
         "url": rendered.url,
         "headers": headers,

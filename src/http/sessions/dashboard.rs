@@ -146,7 +146,7 @@ fn send_snapshot(
         SnapshotFailed::Unreadable
     })?;
     activity::with_texts(&app.db, &mut list);
-    let text = envelope("ACTIVITY_UPDATE", serde_json::Value::Array(list));
+    let text = envelope_of("ACTIVITY_UPDATE", &list);
     Ok(socket.send_text_waiting(&text, &app.clock)?)
 }
 

@@ -246,7 +246,7 @@ fn a_readiness_change_gives_templates_its_verdict_and_findings() {
         .into_iter()
         .find(|e| e["kind"] == "cluster.readiness_changed")
         .expect("a sample of the kind");
-    let ctx = crate::webhooks::delivery::context_of(&sample, None, "pager");
+    let ctx = crate::webhooks::delivery::shared_context_of(sample, None);
     let t = compile_text(
         "{{readiness.previousVerdict}} -> {{readiness.verdict}}: {{readiness.summary}} [{{readiness.checks | join(\",\")}}] {{event.message}}",
         "body",
@@ -260,5 +260,5 @@ fn a_readiness_change_gives_templates_its_verdict_and_findings() {
     assert!(text.contains("is not ready for a failover"), "{text}");
     // Other kinds have no readiness.
     let other = crate::webhooks::delivery::samples(now).remove(0);
-    assert!(crate::webhooks::delivery::context_of(&other, None, "x")["readiness"].is_null());
+    assert!(crate::webhooks::delivery::shared_context_of(other, None)["readiness"].is_null());
 }

@@ -802,14 +802,21 @@ fn a_confirmed_state_stored_by_an_earlier_build_reads_back() {
     let incident = c.incident.as_ref().expect("the open incident");
     assert_eq!(iso(incident.opened_at), "2026-11-21T08:00:00.000Z");
     let findings: Vec<&Finding> = incident.findings.values().collect();
-    assert_eq!(findings.len(), 2, "the unknown kind is left out: {findings:?}");
+    assert_eq!(
+        findings.len(),
+        2,
+        "the unknown kind is left out: {findings:?}"
+    );
     assert!(findings.contains(&&Finding::Fault {
         host: "b".into(),
         causes: json!([])
     }));
     // Written again, it is the same shape (the reasons with their sentences).
     let again: Value = serde_json::to_value(&c).unwrap();
-    assert_eq!(again["roles"], json!({"kind": "several", "ids": ["c1", "c2"]}));
+    assert_eq!(
+        again["roles"],
+        json!({"kind": "several", "ids": ["c1", "c2"]})
+    );
     assert_eq!(
         again["incident"]["findings"][1]["text"],
         "b is in FAULT; keepalived reports no cause."
