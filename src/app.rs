@@ -230,6 +230,13 @@ pub fn run_with_reload(
 
     let clients_changed = start_clients_feed(&db, &agents, &hub, &shutdown)?;
     let history = clusters::history::store::SharedMirror::default();
+    let board = Arc::new(clusters::board::Board::default());
+    let clusters_feed = Arc::new(clusters::feed::ClustersFeed::new(
+        board.clone(),
+        hub.clone(),
+    ));
+    clusters::feed::spawn(clusters_feed.clone(), shutdown.clone())
+        .map_err(|e| FatalError(format!("Cannot start the clusters-feed thread: {e}")))?;
     let evaluate = start_evaluator(
         clusters::thread::Handles {
             db: db.clone(),
@@ -238,6 +245,7 @@ pub fn run_with_reload(
             readings: readings.clone(),
             activity: activity.clone(),
             history: history.clone(),
+            board: board.clone(),
         },
         &shutdown,
     )?;
@@ -288,6 +296,7 @@ pub fn run_with_reload(
             db: db.clone(),
             clock: clock.clone(),
             evaluate: evaluate.clone(),
+            board: board.clone(),
             agents: agents.clone(),
             port,
             version: crate::cli::VERSION,
@@ -333,6 +342,8 @@ pub fn run_with_reload(
         initial_password: Mutex::new(initial_password),
         counters,
         history,
+        board,
+        clusters_feed,
         heartbeat,
         ha: role,
         provisioning,
@@ -461,7 +472,7 @@ fn start_evaluator(
     let (evaluate, inbox) = crossbeam_channel::unbounded();
     clusters::thread::spawn(handles, inbox, shutdown.clone())
         .map_err(|e| FatalError(format!("Cannot start the cluster-eval thread: {e}")))?;
-    Ok(clusters::thread::EvalSender(evaluate))
+    Ok(clusters::thread::EvalSender::new(evaluate))
 }
 
 /// Serves HTTP until shutdown, then gives open requests their grace.

@@ -75,7 +75,6 @@ export async function startSession() {
     expiryTimer = setTimeout(() => { endSession(); goLogin(); }, Math.max(0, left));
   }
   live.start();
-  live.refreshClusters(true);
   live.loadIncidents();
 }
 

@@ -47,6 +47,7 @@ function connect() {
   const scheme = location.protocol === 'https:' ? 'wss' : 'ws';
   const ws = new WebSocket(`${scheme}://${location.host}/ws/dashboard?activity=${SNAPSHOT}`);
   socket = ws;
+  clustersSeq = -1;
   let gotMessage = false;
   ws.onopen = () => stage('ws-open');
   ws.onmessage = (e) => {
@@ -87,23 +88,18 @@ function flush() {
   queue = [];
   counters.messages += msgs.length;
   counters.flushes += 1;
-  let clustersStale = false;
   batch(() => {
     for (const m of msgs) {
       const p = m.payload;
       switch (m.type) {
         case 'CLIENTS_UPDATE':
-          if (Array.isArray(p)) { S.clients.value = p; clustersStale = true; }
+          if (Array.isArray(p)) S.clients.value = p;
+          break;
+        case 'CLUSTERS_UPDATE':
+          if (p && typeof p.seq === 'number' && Array.isArray(p.changed)) takeClusters(p);
           break;
         case 'KEEPALIVED_STATE_UPDATE':
-          if (p && typeof p.clientId === 'string') {
-            const reading = S.readingSignal(p.clientId);
-            const before = reading.peek();
-            reading.value = p;
-            // Agents resend unchanged readings every 30 s: only a change of what
-            // clusters are made of (states, priorities, addresses) asks for the list.
-            if (!before || shape(before) !== shape(p)) clustersStale = true;
-          }
+          if (p && typeof p.clientId === 'string') S.readingSignal(p.clientId).value = p;
           break;
         case 'ACTIVITY_UPDATE':
           if (Array.isArray(p)) {
@@ -150,28 +146,7 @@ function flush() {
       }
     }
   });
-  if (clustersStale) refreshClusters();
   markReady();
-}
-
-// What of a reading the cluster list depends on; kept per reading object, since
-// each is compared twice (as the new reading, then as the one before).
-const shapes = new WeakMap();
-function shape(r) {
-  let s = shapes.get(r);
-  if (s === undefined) { s = shapeOf(r); shapes.set(r, s); }
-  return s;
-}
-function shapeOf(r) {
-  // With what the readiness checks read (src/clusters/readiness.rs), so a
-  // changed advert interval, password or peer list shows in the verdict.
-  const inst = (r.instances || []).map((i) => [i.name, i.state, i.vrid, i.priority, i.effectivePriority, (i.vips || []).join(),
-    i.advertInterval, i.vrrpVersion, i.authType, i.authFingerprint, i.authPasswordMasked, i.usesUnicast,
-    (i.unicastPeers || []).join(), i.sourceAddress, i.masterRouter, i.configFaults, i.faultReason]);
-  // The drain too: cluster members carry it (shown as "drained", and the drill's
-  // preflight reads it).
-  const d = r.drain;
-  return JSON.stringify([r.running, r.error, inst, d ? [d.drained, d.reason, d.by, d.since] : null]);
 }
 
 // Stages of the first load, as User Timing marks (`vrrp:<name>`, once each) that
@@ -192,32 +167,37 @@ function markReady() {
   requestAnimationFrame(() => setTimeout(() => performance.mark('vrrp:ready'), 0));
 }
 
-// The cluster list is the server's (grouping and health are decided there, once):
-// fetched again after readings or connections changed, at most once a second.
-let clustersTimer = 0;
-let clustersInFlight = false;
-let clustersAgain = false;
-let lastClusters = 0;
-export function refreshClusters(now = false) {
-  if (clustersInFlight) { clustersAgain = true; return; }
-  if (clustersTimer) return;
-  const wait = now ? 0 : Math.max(0, 1000 - (Date.now() - lastClusters));
-  clustersTimer = setTimeout(async () => {
-    clustersTimer = 0;
-    clustersInFlight = true;
-    lastClusters = Date.now();
-    try {
-      const list = await get('/api/v1/keepalived/clusters');
-      if (!S.clustersLoaded.value) stage('clusters-fetched');
-      if (Array.isArray(list)) {
-        S.clusters.value = list;
-        S.clustersLoaded.value = true;
-        markReady();
-      }
-    } catch { /* a 401 already went to login; otherwise the next change retries */ }
-    clustersInFlight = false;
-    if (clustersAgain) { clustersAgain = false; refreshClusters(); }
-  }, wait);
+// The cluster list is the server's (grouping, health and readiness are decided
+// there, once): the whole list when the socket connects, then what changed
+// (CLUSTERS_UPDATE: changed clusters whole, removed keys, a `seq` one more than
+// the message before). A message from before the whole list is skipped; a gap
+// (never expected: the server drops a socket rather than a message) reconnects
+// for a whole list again.
+let clusterMap = new Map();
+let clustersSeq = -1;
+// The server's order, attention first (src/clusters/group.rs, `Health`), then key.
+const HEALTH_ORDER = ['split-brain', 'no-master', 'vip-mismatch', 'degraded', 'unknown', 'ok'];
+const healthRank = (h) => { const i = HEALTH_ORDER.indexOf(h); return i < 0 ? HEALTH_ORDER.length : i; };
+
+function takeClusters(p) {
+  if (p.full) {
+    clusterMap = new Map(p.changed.map((c) => [c.key, c]));
+  } else {
+    if (clustersSeq < 0 || p.seq <= clustersSeq) return;
+    if (p.seq !== clustersSeq + 1) { resync(); return; }
+    for (const c of p.changed) clusterMap.set(c.key, c);
+    for (const k of p.removed || []) clusterMap.delete(k);
+  }
+  clustersSeq = p.seq;
+  S.clusters.value = [...clusterMap.values()]
+    .sort((a, b) => healthRank(a.health) - healthRank(b.health) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  if (!S.clustersLoaded.value) stage('clusters-listed');
+  S.clustersLoaded.value = true;
+}
+
+function resync() {
+  clustersSeq = -1;
+  if (socket) socket.close();
 }
 
 // The unseen warnings and errors count, and the open incidents, from REST (they

@@ -31,6 +31,9 @@ pub mod kind {
     pub const REGISTRATION_FAILURE: &str = "REGISTRATION_FAILURE";
     /// Server to dashboards: the client list.
     pub const CLIENTS_UPDATE: &str = "CLIENTS_UPDATE";
+    /// Server to dashboards: what changed in the cluster list (`seq`, `changed`,
+    /// `removed`; the whole list with `full: true` on connect).
+    pub const CLUSTERS_UPDATE: &str = "CLUSTERS_UPDATE";
     /// Server to agent: drain or undrain the host (`vrrp_protocol::HostAction`).
     pub const HOST_ACTION: &str = "HOST_ACTION";
     /// Agent to server: the answer to a HOST_ACTION (`vrrp_protocol::HostActionResult`).

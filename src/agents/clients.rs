@@ -7,7 +7,6 @@ use crate::clock::sql_timestamp;
 use crate::db::{Db, DbError};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
-use serde_json::{json, Value};
 
 pub const SITE_MAX: usize = 100;
 
@@ -43,24 +42,63 @@ impl ClientRecord {
             .unwrap_or(&self.hostname)
     }
 
-    /// The API's Client, with live status from the agent registry.
-    pub fn to_json(&self, capabilities: Option<&[String]>) -> Value {
-        json!({
-            "id": self.id,
-            "hostname": self.hostname,
-            "displayName": self.display_name,
-            "site": self.site,
-            "status": if capabilities.is_some() { "online" } else { "offline" },
-            "lastSeen": self.last_seen,
-            "version": self.version,
-            "connectionMode": match self.mode { Mode::Inbound => "inbound", Mode::Outbound => "outbound" },
-            "inboundAllowedIp": self.inbound_allowed_ip,
-            "inboundLastIp": self.inbound_last_ip,
-            "outboundTargetAddress": self.outbound_target_address,
-            "capabilities": capabilities,
-            "createdAt": self.created_at,
-            "updatedAt": self.updated_at,
-        })
+    /// The API's Client, with live status from the agent registry: its
+    /// capabilities while connected, `None` while not.
+    pub fn view(self, capabilities: Option<Vec<String>>) -> ClientView {
+        ClientView {
+            status: if capabilities.is_some() {
+                "online"
+            } else {
+                "offline"
+            },
+            connection_mode: match self.mode {
+                Mode::Inbound => "inbound",
+                Mode::Outbound => "outbound",
+            },
+            id: self.id,
+            hostname: self.hostname,
+            display_name: self.display_name,
+            site: self.site,
+            last_seen: self.last_seen,
+            version: self.version,
+            inbound_allowed_ip: self.inbound_allowed_ip,
+            inbound_last_ip: self.inbound_last_ip,
+            outbound_target_address: self.outbound_target_address,
+            capabilities,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+        }
+    }
+}
+
+/// A client as the API and the dashboards show it.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientView {
+    pub id: String,
+    pub hostname: String,
+    pub display_name: Option<String>,
+    pub site: Option<String>,
+    /// `online` or `offline`.
+    pub status: &'static str,
+    pub last_seen: Option<String>,
+    pub version: Option<String>,
+    pub connection_mode: &'static str,
+    pub inbound_allowed_ip: Option<String>,
+    pub inbound_last_ip: Option<String>,
+    pub outbound_target_address: Option<String>,
+    pub capabilities: Option<Vec<String>>,
+    pub created_at: String,
+    pub updated_at: Option<String>,
+}
+
+impl ClientView {
+    /// Display name, else hostname (as [`ClientRecord::name`]).
+    pub fn name(&self) -> &str {
+        self.display_name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&self.hostname)
     }
 }
 

@@ -11,7 +11,7 @@
 use super::{clients, AgentRegistry};
 use crate::db::{Db, DbError};
 use crate::lifecycle::Shutdown;
-use crate::live::{envelope, Hub};
+use crate::live::{envelope_of, Hub};
 use crossbeam_channel::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,13 +25,14 @@ pub fn window_after(spent: Duration) -> Duration {
 }
 
 /// Every client with its live status, as the API shows them.
-pub fn client_list(db: &Db, agents: &AgentRegistry) -> Result<serde_json::Value, DbError> {
-    let list = clients::list(db)?;
-    Ok(serde_json::Value::Array(
-        list.iter()
-            .map(|c| c.to_json(agents.capabilities(&c.id).as_deref()))
-            .collect(),
-    ))
+pub fn client_list(db: &Db, agents: &AgentRegistry) -> Result<Vec<clients::ClientView>, DbError> {
+    Ok(clients::list(db)?
+        .into_iter()
+        .map(|c| {
+            let capabilities = agents.capabilities(&c.id);
+            c.view(capabilities)
+        })
+        .collect())
 }
 
 /// What the `clients-feed` thread uses.
@@ -72,7 +73,7 @@ fn run(handles: &Handles, changed: &Receiver<()>, shutdown: &Shutdown) {
         match client_list(&handles.db, &handles.agents) {
             Ok(list) => handles
                 .hub
-                .broadcast_latest(envelope(vrrp_protocol::kind::CLIENTS_UPDATE, list)),
+                .broadcast_latest(envelope_of(vrrp_protocol::kind::CLIENTS_UPDATE, &list)),
             Err(e) => log::error!("Cannot list clients for the dashboards: {e}"),
         }
         window = window_after(started.elapsed());

@@ -7,7 +7,6 @@
 
 use crate::clusters::member::{vips_of, Member};
 use ipnet::IpNet;
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::str::FromStr;
@@ -99,8 +98,27 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+    /// Equal as the dashboards' list shows it: all but what changes with every
+    /// reading and what a dashboard takes from the readings it is sent anyway
+    /// (the members' traffic counters, the time of the readiness check). A
+    /// change of that alone is not sent as a change of the cluster.
+    pub fn same_for_dashboard(&self, other: &Cluster) -> bool {
+        let r = (&self.readiness, &other.readiness);
+        self.key == other.key
+            && self.site == other.site
+            && self.vrid == other.vrid
+            && self.networks == other.networks
+            && self.vips == other.vips
+            && self.health == other.health
+            && r.0.verdict == r.1.verdict
+            && r.0.findings == r.1.findings
+            && r.0.checks == r.1.checks
+            && self.members.len() == other.members.len()
+            && self
+                .members
+                .iter()
+                .zip(&other.members)
+                .all(|(a, b)| a.same_for_dashboard(b))
     }
 
     /// The API's order: the clusters needing attention first.

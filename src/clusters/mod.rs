@@ -13,9 +13,14 @@
 //!   availability figures summed from them (pure, with their table in `store`
 //!   and the copy in memory the endpoints read in `mirror`).
 //! - [`thread`]: the `cluster-eval` thread that feeds them and carries out what
-//!   they return (records events, asks agents for readings, persists states).
+//!   they return (records events, asks agents for readings, persists states),
+//!   and publishes the list it judged on the [`board`];
+//! - [`feed`]: the `clusters-feed` thread that tells the dashboards what
+//!   changed on the board (CLUSTERS_UPDATE).
 
+pub mod board;
 pub mod confirm;
+pub mod feed;
 pub mod group;
 pub mod history;
 pub mod member;

@@ -18,6 +18,7 @@ use crate::agents::session::AgentObserver;
 use crate::agents::AgentRegistry;
 use crate::clock::iso;
 use crate::clock::SharedClock;
+use crate::clusters::board::Board;
 use crate::clusters::confirm::{Confirmed, Evaluator};
 use crate::clusters::history::{self, Book};
 use crate::clusters::{group, patch_member, rejudge, signature, Cluster, HostView};
@@ -80,19 +81,37 @@ impl ReadingBatch {
     }
 }
 
-/// The way into the `cluster-eval` thread; never blocks.
+/// The way into the `cluster-eval` thread; never blocks. Counts what it sent,
+/// so that a reader of the [`Board`] can wait for the list to cover it.
 #[derive(Clone)]
-pub struct EvalSender(pub crossbeam_channel::Sender<EvalMsg>);
+pub struct EvalSender {
+    tx: crossbeam_channel::Sender<EvalMsg>,
+    sent: Arc<std::sync::atomic::AtomicU64>,
+}
 
 impl EvalSender {
+    pub fn new(tx: crossbeam_channel::Sender<EvalMsg>) -> EvalSender {
+        EvalSender {
+            tx,
+            sent: Arc::default(),
+        }
+    }
+
+    /// Messages sent so far (counted before each is sent: never fewer than
+    /// were queued).
+    pub fn sent(&self) -> u64 {
+        self.sent.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Messages waiting for the evaluator (a gauge in `/metrics`).
     pub fn queued(&self) -> usize {
-        self.0.len()
+        self.tx.len()
     }
 
     pub fn tell(&self, msg: EvalMsg) {
         // Only fails once the thread is gone, at shutdown: nothing left to tell.
-        let _ = self.0.send(msg);
+        self.sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _ = self.tx.send(msg);
     }
 }
 
@@ -116,9 +135,9 @@ pub enum EvalMsg {
     /// A client's record changed (site, name).
     ClientChanged(String),
     ClientDeleted(String),
-    /// The cluster list as `GET /api/v1/keepalived/clusters` serves it, built from
-    /// the grouping kept here (every message sent before this one included).
-    List(crossbeam_channel::Sender<Vec<u8>>),
+    /// Answered as soon as the thread takes it: the heartbeat's sign that the
+    /// thread is working (every message sent before this one taken in).
+    Ping(crossbeam_channel::Sender<()>),
     /// A test hook (`SVC_TEST_HOOKS=1`): the thread stops here until
     /// the sender sends or is dropped, as a stuck evaluator would.
     Hold(crossbeam_channel::Receiver<()>),
@@ -136,6 +155,8 @@ pub struct Handles {
     pub activity: ActivitySink,
     /// The cluster history held in memory, changed with the table.
     pub history: history::store::SharedMirror,
+    /// Where the cluster list is published for its readers.
+    pub board: Arc<Board>,
 }
 
 struct Runner {
@@ -159,6 +180,16 @@ struct Runner {
     evaluate_all: bool,
     /// Indexes in `grouped` of the clusters patched since the last evaluation.
     touched: HashSet<usize>,
+    /// `grouped` as last published (same indexes), each cluster shared with
+    /// the board's snapshot until it changes.
+    published: Vec<Arc<Cluster>>,
+    /// Indexes in `grouped` patched since the last publication; every one
+    /// after a regrouping.
+    unpublished: HashSet<usize>,
+    /// The grouping was built anew since the last publication.
+    publish_all: bool,
+    /// Messages taken in so far (the board's list covers them once published).
+    taken: u64,
     /// Events of confirmed changes whose store failed, for the next evaluation.
     unrecorded: Vec<crate::activity::Event>,
     /// The open history interval of every cluster.
@@ -251,6 +282,10 @@ impl Runner {
             dirty: HashSet::new(),
             evaluate_all: true,
             touched: HashSet::new(),
+            published: Vec::new(),
+            unpublished: HashSet::new(),
+            publish_all: true,
+            taken: 0,
             unrecorded: Vec::new(),
             history: Book::default(),
             touched_history: handles_now,
@@ -270,6 +305,7 @@ impl Runner {
     /// a server stopped right after the list showed a cluster restores them).
     /// Never while the start-up guard holds evaluation (rule 6).
     fn take(&mut self, msg: EvalMsg) {
+        self.taken += 1;
         if self.awaiting.is_none() {
             let first = match &msg {
                 EvalMsg::Reading(id, _) => self.batch.evaluate_before(
@@ -277,7 +313,6 @@ impl Runner {
                     self.regroup,
                     self.evaluator.in_first_window(self.handles.clock.utc()),
                 ),
-                EvalMsg::List(_) => self.unevaluated,
                 _ => false,
             };
             if first {
@@ -289,7 +324,7 @@ impl Runner {
                 self.batch.note(id);
                 self.unevaluated = true;
             }
-            EvalMsg::List(_) => {}
+            EvalMsg::Ping(_) => {}
             _ => self.unevaluated = true,
         }
         self.apply(msg);
@@ -329,12 +364,8 @@ impl Runner {
                     waiting.remove(&id);
                 }
             }
-            EvalMsg::List(reply) => {
-                self.update_grouping();
-                let mut list: Vec<&Cluster> = self.grouped.iter().collect();
-                list.sort_by(Cluster::attention_order);
-                let body = serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec());
-                let _ = reply.send(body);
+            EvalMsg::Ping(reply) => {
+                let _ = reply.send(());
             }
             EvalMsg::Hold(release) => {
                 log::warn!("cluster-eval is held by a test hook");
@@ -419,10 +450,16 @@ impl Runner {
                     self.awaiting = None;
                     self.unevaluated = true;
                 } else {
+                    // Evaluation waits for the agents to reconnect; the list
+                    // shows the grouping meanwhile, as it stands.
+                    self.update_grouping();
+                    self.publish();
                     continue;
                 }
             }
             if !self.unevaluated && self.wake_at.is_none_or(|w| now < w) {
+                // Everything taken in is judged: the list covers it.
+                self.handles.board.cover(self.taken);
                 continue;
             }
             self.evaluate_now();
@@ -436,11 +473,32 @@ impl Runner {
         self.touch_history(clock.utc(), true);
     }
 
-    /// Evaluates what was taken in, now.
+    /// Evaluates what was taken in, now, and publishes the list it judged.
     fn evaluate_now(&mut self) {
         let now = self.handles.clock.utc();
         self.wake_at = self.evaluate(now);
         self.last_evaluation = std::time::Instant::now();
+        self.publish();
+    }
+
+    /// Puts the grouping on the board, if it changed since the last time:
+    /// only the clusters patched since then are copied.
+    fn publish(&mut self) {
+        if std::mem::take(&mut self.publish_all) {
+            self.published = self.grouped.iter().cloned().map(Arc::new).collect();
+        } else if !self.unpublished.is_empty() {
+            for &i in &self.unpublished {
+                if let (Some(slot), Some(c)) = (self.published.get_mut(i), self.grouped.get(i)) {
+                    *slot = Arc::new(c.clone());
+                }
+            }
+        } else {
+            self.handles.board.cover(self.taken);
+            return;
+        }
+        self.unpublished.clear();
+        self.handles.board.publish(self.published.clone());
+        self.handles.board.cover(self.taken);
     }
 
     /// Every [`history::TOUCH_SECS`]: the open intervals are known to hold until now.
@@ -511,6 +569,7 @@ impl Runner {
             self.dirty.clear();
             self.touched.clear();
             self.evaluate_all = true;
+            self.publish_all = true;
             return;
         }
         // Members first, then each touched cluster judged once: a batch of readings
@@ -528,6 +587,7 @@ impl Runner {
         for &i in &patched {
             rejudge(&mut self.grouped[i]);
         }
+        self.unpublished.extend(patched.iter().copied());
         self.touched.extend(patched);
     }
 

@@ -7,7 +7,7 @@
 //! and [`mask_url`], the only form of the URL that may reach a log line (a
 //! healthchecks.io or Uptime Kuma URL carries its secret in the path).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 /// The interval when the block names none.
 pub const DEFAULT_INTERVAL_SECS: u64 = 60;
@@ -18,7 +18,8 @@ pub const MAX_INTERVAL_SECS: u64 = 3600;
 pub const SECTION: &str = "heartbeat";
 
 /// How the heartbeat calls its URL.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Method {
     /// With the JSON summary as the body.
     Post,
@@ -35,8 +36,9 @@ impl Method {
     }
 }
 
-/// The block as the server runs it.
-#[derive(Clone, PartialEq, Eq)]
+/// The block as the server runs it, and as the API shows it and the config
+/// file stores it (serialised).
+#[derive(Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HeartbeatConfig {
     /// Empty: no heartbeat.
     pub url: String,
@@ -68,18 +70,6 @@ impl std::fmt::Debug for HeartbeatConfig {
 impl HeartbeatConfig {
     pub fn enabled(&self) -> bool {
         !self.url.is_empty()
-    }
-
-    /// The block as the API shows it and the config file stores it.
-    pub fn to_json(&self) -> Map<String, Value> {
-        match json!({
-            "url": self.url,
-            "interval_seconds": self.interval_seconds,
-            "method": self.method.as_str(),
-        }) {
-            Value::Object(m) => m,
-            _ => Map::new(),
-        }
     }
 }
 
@@ -187,6 +177,7 @@ pub fn mask_url(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()

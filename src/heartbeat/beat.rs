@@ -3,6 +3,7 @@
 
 use crate::agents::AgentRegistry;
 use crate::clock::{iso, SharedClock};
+use crate::clusters::board::Board;
 use crate::clusters::thread::{open_incidents, EvalMsg, EvalSender};
 use crate::config::heartbeat::{mask_url, HeartbeatConfig, Method};
 use crate::db::Db;
@@ -20,6 +21,8 @@ pub struct Handles {
     pub db: Arc<Db>,
     pub clock: SharedClock,
     pub evaluate: EvalSender,
+    /// The cluster list as last published, for the summary.
+    pub board: Arc<Board>,
     pub agents: Arc<AgentRegistry>,
     /// Where this server listens (the listener probe calls it on loopback).
     pub port: u16,
@@ -41,11 +44,11 @@ pub(super) fn probe(
     let real_deadline = Instant::now() + std::time::Duration::from_secs(interval);
     let writer = handles.db.probe_writer();
     let (reply, clusters) = crossbeam_channel::bounded(1);
-    handles.evaluate.tell(EvalMsg::List(reply));
+    handles.evaluate.tell(EvalMsg::Ping(reply));
     let listener = probe_listener(handles.port, interval);
 
     let mut wrote: Option<bool> = None;
-    let mut list: Option<Vec<u8>> = None;
+    let mut list: Option<()> = None;
     loop {
         if wrote.is_none() {
             match writer.try_recv() {
@@ -81,15 +84,18 @@ pub(super) fn probe(
     if wrote == Some(false) {
         return Err("not sent: the SQLite writer could not commit".into());
     }
-    let clusters: Vec<Value> = list
-        .and_then(|l| serde_json::from_slice(&l).ok())
-        .unwrap_or_default();
+    let snapshot = handles.board.latest();
+    let healths: Vec<&str> = snapshot
+        .clusters
+        .iter()
+        .map(|c| c.health.as_str())
+        .collect();
     let incidents = open_incidents(&handles.db).map_err(|e| format!("not sent: {e}"))?;
     let total = crate::agents::clients::list(&handles.db)
         .map_err(|e| format!("not sent: {e}"))?
         .len();
     Ok(summary(
-        &clusters,
+        &healths,
         incidents,
         (handles.agents.online_count(), total),
         handles.version,
@@ -125,22 +131,21 @@ fn probe_listener(port: u16, interval: u64) -> Result<(), String> {
 /// `degraded`), clusters by health, open incidents, agents online and total,
 /// the server's version and time.
 pub(super) fn summary(
-    clusters: &[Value],
+    healths: &[&str],
     incidents_open: u64,
     (online, total): (usize, usize),
     version: &str,
     now: DateTime<Utc>,
 ) -> Value {
     let mut by_health: Map<String, Value> = Map::new();
-    for c in clusters {
-        let health = c["health"].as_str().unwrap_or("unknown").to_owned();
-        let n = by_health.get(&health).and_then(Value::as_u64).unwrap_or(0);
-        by_health.insert(health, json!(n + 1));
+    for health in healths {
+        let n = by_health.get(*health).and_then(Value::as_u64).unwrap_or(0);
+        by_health.insert((*health).to_owned(), json!(n + 1));
     }
-    let all_ok = clusters.iter().all(|c| c["health"] == "ok");
+    let all_ok = healths.iter().all(|h| *h == "ok");
     json!({
         "status": if all_ok { "ok" } else { "degraded" },
-        "clusters": { "total": clusters.len(), "byHealth": by_health },
+        "clusters": { "total": healths.len(), "byHealth": by_health },
         "incidentsOpen": incidents_open,
         "agents": { "online": online, "total": total },
         "server": { "name": "vrrp-monitor", "version": version, "time": iso(now) },
@@ -191,24 +196,12 @@ mod tests {
     #[test]
     fn summary_counts_and_status() {
         let now = Utc.with_ymd_and_hms(2026, 11, 27, 6, 0, 0).unwrap();
-        let ok = summary(
-            &[json!({"health": "ok"}), json!({"health": "ok"})],
-            0,
-            (3, 4),
-            "1.2.3",
-            now,
-        );
+        let ok = summary(&["ok", "ok"], 0, (3, 4), "1.2.3", now);
         assert_eq!(ok["status"], "ok");
         assert_eq!(ok["clusters"]["byHealth"]["ok"], 2);
         assert_eq!(ok["agents"], json!({"online": 3, "total": 4}));
         assert_eq!(ok["server"]["time"], "2026-11-27T06:00:00.000Z");
-        let bad = summary(
-            &[json!({"health": "ok"}), json!({"health": "critical"})],
-            1,
-            (1, 1),
-            "1",
-            now,
-        );
+        let bad = summary(&["ok", "critical"], 1, (1, 1), "1", now);
         assert_eq!(bad["status"], "degraded");
         assert_eq!(bad["incidentsOpen"], 1);
         assert_eq!(bad["clusters"]["total"], 2);

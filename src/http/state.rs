@@ -69,6 +69,10 @@ pub struct App {
     pub(crate) initial_password: Mutex<Option<(i64, PathBuf)>>,
     /// Activity and webhook counters since start, for `GET /metrics`.
     pub counters: Arc<crate::metrics::Counters>,
+    /// The cluster list as `cluster-eval` last published it.
+    pub board: Arc<crate::clusters::board::Board>,
+    /// What the dashboards were told of the cluster list.
+    pub clusters_feed: Arc<crate::clusters::feed::ClustersFeed>,
     /// The cluster history held in memory, what its endpoints read.
     pub history: crate::clusters::history::store::SharedMirror,
     /// The heartbeat's block and last outcome.
@@ -83,27 +87,24 @@ pub struct App {
 
 impl App {
     /// Every client with its live status, as the API shows them.
-    pub fn client_list(&self) -> Result<serde_json::Value, DbError> {
+    pub fn client_list(&self) -> Result<Vec<crate::agents::clients::ClientView>, DbError> {
         feed::client_list(&self.db, &self.agents)
     }
 
-    /// `GET /api/v1/keepalived/clusters` as JSON: from the `cluster-eval` thread,
-    /// which keeps the grouping up to date anyway (a few ms at 2,000 hosts instead
-    /// of grouping every reading anew). Should that thread not answer in
-    /// [`LIST_WAIT`], the list is built here from the stored readings.
-    pub fn cluster_list_json(&self) -> Result<Vec<u8>, DbError> {
-        let (reply, answer) = crossbeam_channel::bounded(1);
-        if self.evaluate.0.send(EvalMsg::List(reply)).is_ok() {
-            match answer.recv_timeout(LIST_WAIT) {
-                Ok(body) => return Ok(body),
-                Err(_) => log::warn!(
-                    "The cluster evaluator did not answer within {} s; the cluster list is built without it",
-                    LIST_WAIT.as_secs()
-                ),
-            }
+    /// `GET /api/v1/keepalived/clusters`: the list `cluster-eval` last
+    /// published, judged and persisted (it keeps the grouping up to date anyway;
+    /// a reader never waits behind the readings it is taking in).
+    /// It covers every message sent to that thread before the request (the
+    /// reading an agent just had acknowledged among them), waiting at most
+    /// [`LIST_WAIT`] for it: behind a stuck thread the list as last published.
+    pub fn cluster_snapshot(&self) -> Arc<crate::clusters::board::Snapshot> {
+        if !self.board.wait_covering(self.evaluate.sent(), LIST_WAIT) {
+            log::warn!(
+                "The cluster evaluator did not take in what came before this request within {} s; the list is as it last published it",
+                LIST_WAIT.as_secs()
+            );
         }
-        let list = self.cluster_list()?;
-        Ok(serde_json::to_vec(&list).unwrap_or_else(|_| b"[]".to_vec()))
+        self.board.latest()
     }
 
     /// Every cluster as the dashboard shows it, worst first, grouped anew from the

@@ -20,7 +20,8 @@ mod render;
 
 pub use counters::{Counters, Outcome};
 pub use render::{
-    render, render_heartbeat, ClientFacts, ClusterFacts, InstanceFacts, ProcessFacts, Snapshot,
+    render, render_heartbeat, ClientFacts, ClientLine, ClusterFacts, InstanceFacts, ProcessFacts,
+    Snapshot,
 };
 
 #[cfg(test)]

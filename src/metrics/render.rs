@@ -2,9 +2,9 @@
 //! then the samples of one family together).
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use vrrp_protocol::{Reading, TrackedKind, VrrpInstance};
 
 /// Everything one scrape shows.
 #[derive(Debug, Default, Clone)]
@@ -210,93 +210,86 @@ pub fn state_number(state: &str) -> f64 {
 }
 
 impl ClusterFacts {
-    /// From one cluster as `GET /api/v1/keepalived/clusters` shows it.
-    pub fn from_json(c: &Value) -> ClusterFacts {
-        let mut members = BTreeMap::new();
+    /// From a cluster's parts: its members as (live, state), and its readiness
+    /// checks as (check, failed).
+    pub fn new<'a>(
+        site: &str,
+        vrid: u64,
+        networks: &[String],
+        health: &str,
+        members: impl IntoIterator<Item = (bool, &'a str)>,
+        ready: bool,
+        checks: impl IntoIterator<Item = (&'a str, bool)>,
+    ) -> ClusterFacts {
+        let mut counted = BTreeMap::new();
         let mut masters = 0;
-        for m in c["members"].as_array().into_iter().flatten() {
-            let live = m["online"] == true && m["reporting"] == true;
-            let state = m["instance"]["state"].as_str().unwrap_or("UNKNOWN");
+        for (live, state) in members {
             if live && state == "MASTER" {
                 masters += 1;
             }
             let label = if live { state } else { "OFFLINE" };
-            *members.entry(label.to_owned()).or_insert(0) += 1;
+            *counted.entry(label.to_owned()).or_insert(0) += 1;
         }
-        // Every check the cluster lists, so that a series exists (at 0) before
-        // its first finding.
-        let readiness_findings = c["readiness"]["checks"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|check| {
-                let failed = check["status"] == "fail";
-                Some((check["check"].as_str()?.to_owned(), u64::from(failed)))
-            })
-            .collect();
         ClusterFacts {
-            site: c["site"].as_str().unwrap_or("").to_owned(),
-            vrid: c["vrid"].as_u64().unwrap_or(0),
-            network: strings(&c["networks"]).join(","),
-            health: c["health"].as_str().unwrap_or("unknown").to_owned(),
+            site: site.to_owned(),
+            vrid,
+            network: networks.join(","),
+            health: health.to_owned(),
             masters,
-            members,
-            ready: c["readiness"]["verdict"] == "ready",
-            readiness_findings,
+            members: counted,
+            ready,
+            // Every check the cluster lists, so that a series exists (at 0)
+            // before its first finding.
+            readiness_findings: checks
+                .into_iter()
+                .map(|(check, failed)| (check.to_owned(), u64::from(failed)))
+                .collect(),
         }
     }
 }
 
+/// A client as a scrape names it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientLine {
+    pub id: String,
+    /// Display name, else hostname.
+    pub name: String,
+    pub site: String,
+    pub online: bool,
+}
+
 impl ClientFacts {
-    /// From one client as `GET /api/v1/clients` shows it and its stored reading.
-    pub fn from_json(client: &Value, reading: Option<&Value>, now: DateTime<Utc>) -> ClientFacts {
-        let name = client["displayName"]
-            .as_str()
-            .filter(|n| !n.is_empty())
-            .or_else(|| client["hostname"].as_str())
-            .unwrap_or("");
-        let online = client["status"] == "online";
+    /// From a client and its stored reading.
+    pub fn new(client: ClientLine, reading: Option<&Reading>, now: DateTime<Utc>) -> ClientFacts {
         let received = reading
-            .and_then(|r| r["receivedAt"].as_str())
+            .and_then(|r| r.received_at.as_deref())
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok());
-        let running = reading.is_some_and(|r| r["running"] == true);
-        let readable = running && reading.is_some_and(|r| r["error"].is_null());
-        let instances = match reading {
-            Some(r) if online && readable => r["instances"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(InstanceFacts::from_json)
-                .collect(),
-            _ => Vec::new(),
-        };
+        let running = reading.is_some_and(|r| r.running);
+        // Only while the agent is online and its reading readable: a stale
+        // state must not count as a master.
+        let shown = reading.filter(|r| client.online && r.running && r.error.is_none());
+        let instances = shown
+            .map(|r| r.instances.iter().map(InstanceFacts::new).collect())
+            .unwrap_or_default();
         let mut scripts = BTreeMap::new();
-        if online && readable {
-            let tracked = reading
-                .and_then(|r| r["instances"].as_array())
-                .into_iter()
-                .flatten()
-                .filter_map(|i| i["tracked"].as_array())
-                .flatten();
-            for t in tracked.filter(|t| t["kind"] == "script") {
-                let Some(name) = t["name"].as_str() else {
-                    continue;
-                };
-                let word = |k: &str| t[k].as_str().map(str::to_owned);
-                scripts.insert(
-                    name.to_owned(),
-                    ScriptFacts {
-                        status: word("status"),
-                        state: word("state"),
-                    },
-                );
-            }
+        let tracked = shown
+            .into_iter()
+            .flat_map(|r| &r.instances)
+            .flat_map(|i| &i.tracked);
+        for t in tracked.filter(|t| t.kind == TrackedKind::Script) {
+            scripts.insert(
+                t.name.clone(),
+                ScriptFacts {
+                    status: t.status.clone(),
+                    state: t.state.clone(),
+                },
+            );
         }
         ClientFacts {
-            client_id: client["id"].as_str().unwrap_or("").to_owned(),
-            host: name.to_owned(),
-            site: client["site"].as_str().unwrap_or("").to_owned(),
-            online,
+            client_id: client.id,
+            host: client.name,
+            site: client.site,
+            online: client.online,
             reading_age_seconds: received.map(|t| {
                 ((now - t.with_timezone(&Utc)).num_milliseconds() as f64 / 1000.0).max(0.0)
             }),
@@ -308,33 +301,19 @@ impl ClientFacts {
 }
 
 impl InstanceFacts {
-    /// From one instance of a normalised reading.
-    pub fn from_json(i: &Value) -> InstanceFacts {
+    pub fn new(i: &VrrpInstance) -> InstanceFacts {
         InstanceFacts {
-            name: i["name"].as_str().unwrap_or("").to_owned(),
-            interface: i["interface"].as_str().unwrap_or("").to_owned(),
-            vrid: i["vrid"].as_u64(),
-            state: i["state"].as_str().unwrap_or("UNKNOWN").to_owned(),
-            priority: i["priority"].as_u64(),
-            effective_priority: i["effectivePriority"].as_u64(),
-            vips: strings(&i["vips"]),
-            excluded_vips: strings(&i["excludedVips"]),
-            stats: i["stats"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_u64()?)))
-                .collect(),
+            name: i.name.clone(),
+            interface: i.interface.clone().unwrap_or_default(),
+            vrid: i.vrid.map(u64::from),
+            state: i.state.as_str().to_owned(),
+            priority: i.priority.map(u64::from),
+            effective_priority: i.effective_priority.map(u64::from),
+            vips: i.vips.clone(),
+            excluded_vips: i.excluded_vips.clone(),
+            stats: i.stats.clone().unwrap_or_default(),
         }
     }
-}
-
-fn strings(v: &Value) -> Vec<String> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(str::to_owned))
-        .collect()
 }
 
 /// One metric family: written as HELP, TYPE and its samples, or not at all when

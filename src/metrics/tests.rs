@@ -3,26 +3,46 @@
 use super::render::{split_vip_for_tests, state_number};
 use super::*;
 use chrono::{TimeZone, Utc};
-use serde_json::json;
+use serde_json::{json, Value};
+
+/// A client as the scrape names it.
+fn line(id: &str, name: &str, site: &str, online: bool) -> ClientLine {
+    ClientLine {
+        id: id.into(),
+        name: name.into(),
+        site: site.into(),
+        online,
+    }
+}
+
+/// A stored reading from its JSON (as an agent sends it).
+fn reading(mut v: Value) -> vrrp_protocol::Reading {
+    v["collectedAt"] = json!("2026-01-01T00:00:00.000Z");
+    serde_json::from_value(v).expect("a reading")
+}
 
 fn sample() -> Snapshot {
     let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 30).unwrap();
-    let client = json!({"id": "c1", "hostname": "lb-1", "displayName": null, "site": "fra", "status": "online"});
-    let reading = json!({
+    let line = line("c1", "lb-1", "fra", true);
+    let reading = reading(json!({
         "receivedAt": "2026-01-01T00:00:00.000Z", "running": true, "error": null,
         "instances": [{"name": "VI_1", "state": "MASTER", "interface": "eth0", "vrid": 51,
             "priority": 120, "effectivePriority": 110, "vips": ["192.0.2.100/24 dev eth1 scope global", "192.0.2.101/24"],
             "excludedVips": ["10.10.0.1", "2001:db8::1/64 dev eth2", 7],
             "stats": {"advertisements_received": 7, "became_master": 2}}]
-    });
-    let cluster = json!({"site": "fra", "vrid": 51, "networks": ["192.0.2.0/24"], "health": "split-brain",
-        "members": [
-            {"online": true, "reporting": true, "instance": {"state": "MASTER"}},
-            {"online": true, "reporting": true, "instance": {"state": "MASTER"}},
-            {"online": false, "reporting": false, "instance": {"state": "BACKUP"}}]});
+    }));
+    let cluster = ClusterFacts::new(
+        "fra",
+        51,
+        &["192.0.2.0/24".into()],
+        "split-brain",
+        [(true, "MASTER"), (true, "MASTER"), (false, "BACKUP")],
+        false,
+        [],
+    );
     Snapshot {
-        clusters: vec![ClusterFacts::from_json(&cluster)],
-        clients: vec![ClientFacts::from_json(&client, Some(&reading), now)],
+        clusters: vec![cluster],
+        clients: vec![ClientFacts::new(line, Some(&reading), now)],
         incidents_open: 1,
         activity: vec![(("vrrp.master_changed".into(), "warning".into()), 3)],
         webhooks: vec![(("ops \"chat\"".into(), "delivered".into()), 2)],
@@ -56,14 +76,21 @@ fn cluster_health_is_one_hot_and_members_count_offline_apart() {
 
 #[test]
 fn readiness_is_one_gauge_and_a_finding_gauge_per_check() {
-    let cluster = json!({"site": "fra", "vrid": 52, "networks": ["198.51.100.0/24"], "health": "ok",
-        "members": [],
-        "readiness": {"verdict": "not_ready", "checks": [
-            {"check": "no_ready_backup", "status": "pass"},
-            {"check": "advert_interval_mismatch", "status": "fail"},
-            {"check": "auth_mismatch", "status": "unknown"}]}});
+    let cluster = ClusterFacts::new(
+        "fra",
+        52,
+        &["198.51.100.0/24".into()],
+        "ok",
+        [],
+        false,
+        [
+            ("no_ready_backup", false),
+            ("advert_interval_mismatch", true),
+            ("auth_mismatch", false),
+        ],
+    );
     let mut snapshot = sample();
-    snapshot.clusters.push(ClusterFacts::from_json(&cluster));
+    snapshot.clusters.push(cluster);
     let text = render(&snapshot);
     let base = r#"site="fra",vrid="52",network="198.51.100.0/24""#;
     assert!(
@@ -82,10 +109,9 @@ fn readiness_is_one_gauge_and_a_finding_gauge_per_check() {
             "{check}: {text}"
         );
     }
-    let ready = json!({"site": "", "vrid": 53, "networks": [], "health": "ok", "members": [],
-        "readiness": {"verdict": "ready", "checks": []}});
+    let ready = ClusterFacts::new("", 53, &[], "ok", [], true, []);
     assert!(render(&Snapshot {
-        clusters: vec![ClusterFacts::from_json(&ready)],
+        clusters: vec![ready],
         ..Snapshot::default()
     })
     .contains("vrrp_monitor_cluster_ready{site=\"\",vrid=\"53\",network=\"\"} 1\n"));
@@ -158,10 +184,12 @@ fn every_family_has_help_and_type_once_and_its_samples_together() {
 #[test]
 fn an_offline_agent_shows_no_instances() {
     let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 30).unwrap();
-    let client = json!({"id": "c1", "hostname": "lb-1", "status": "offline"});
-    let reading = json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
-        "instances": [{"name": "VI_1", "state": "MASTER", "vrid": 51}]});
-    let facts = ClientFacts::from_json(&client, Some(&reading), now);
+    let client = line("c1", "lb-1", "", false);
+    let reading = reading(
+        json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
+        "instances": [{"name": "VI_1", "state": "MASTER", "vrid": 51}]}),
+    );
+    let facts = ClientFacts::new(client.clone(), Some(&reading), now);
     assert!(facts.instances.is_empty());
     let text = render(&Snapshot {
         clients: vec![facts],
@@ -190,12 +218,14 @@ fn states_are_keepalived_numbers_and_vips_split() {
 #[test]
 fn the_shipped_alert_rules_and_dashboard_name_only_series_we_serve() {
     let mut full = sample();
-    let reading = json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
+    let reading = reading(
+        json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
         "instances": [{"name": "VI_1", "state": "FAULT", "vrid": 51,
-            "stats": {"authentication_errors_failure": 1, "advertisements_received": 1}}]});
-    let client = json!({"id": "c2", "hostname": "lb-2", "status": "online"});
+            "stats": {"authentication_errors_failure": 1, "advertisements_received": 1}}]}),
+    );
+    let client = line("c2", "lb-2", "", true);
     full.clients
-        .push(ClientFacts::from_json(&client, Some(&reading), Utc::now()));
+        .push(ClientFacts::new(client, Some(&reading), Utc::now()));
     let text = render(&full);
     let served: Vec<&str> = text
         .lines()
@@ -232,9 +262,10 @@ fn the_shipped_alert_rules_and_dashboard_name_only_series_we_serve() {
 #[test]
 fn track_scripts_use_keepalived_exporters_names_values_and_labels() {
     let now = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 30).unwrap();
-    let client = json!({"id": "c1", "hostname": "lb-1", "status": "online"});
+    let client = line("c1", "lb-1", "", true);
     // chk_lab is tracked by two instances: keepalived runs it once, one series.
-    let reading = json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
+    let reading = reading(
+        json!({"receivedAt": "2026-01-01T00:00:00Z", "running": true, "error": null,
         "instances": [
             {"name": "VI_1", "state": "FAULT", "vrid": 51, "tracked": [
                 {"kind": "script", "name": "chk_lab", "status": "BAD", "state": "idle", "ok": false},
@@ -242,9 +273,10 @@ fn track_scripts_use_keepalived_exporters_names_values_and_labels() {
                 {"kind": "script", "name": "chk_new", "status": "INIT", "ok": false}]},
             {"name": "VI_2", "state": "FAULT", "vrid": 52, "tracked": [
                 {"kind": "script", "name": "chk_lab", "status": "BAD", "state": "idle", "ok": false},
-                {"kind": "script", "name": "chk_up", "status": "GOOD", "ok": true}]}]});
+                {"kind": "script", "name": "chk_up", "status": "GOOD", "ok": true}]}]}),
+    );
     let text = render(&Snapshot {
-        clients: vec![ClientFacts::from_json(&client, Some(&reading), now)],
+        clients: vec![ClientFacts::new(client.clone(), Some(&reading), now)],
         ..Snapshot::default()
     });
     assert!(text.contains("# TYPE keepalived_script_status gauge\n"));
@@ -263,9 +295,9 @@ fn track_scripts_use_keepalived_exporters_names_values_and_labels() {
     );
 
     // Offline: a stale BAD must not page anyone.
-    let offline = json!({"id": "c1", "hostname": "lb-1", "status": "offline"});
+    let offline = line("c1", "lb-1", "", false);
     let text = render(&Snapshot {
-        clients: vec![ClientFacts::from_json(&offline, Some(&reading), now)],
+        clients: vec![ClientFacts::new(offline, Some(&reading), now)],
         ..Snapshot::default()
     });
     assert!(!text.contains("keepalived_script_status"));

@@ -15,7 +15,6 @@ import { HistoryPanel } from '../history.js';
 import { SilenceAction, SilencedBanner } from '../silence.js';
 import { Counters } from '../counters.js';
 import { ReadinessChecks } from '../readiness.js';
-import { refreshClusters } from '../live.js';
 import { DrillAction, PastDrills } from '../drills.js';
 
 // The cluster's stored events ({list, error}); a failed fetch is said, not
@@ -35,21 +34,20 @@ function useClusterEvents(key) {
   return state;
 }
 
-// The cluster list is fetched again only when a reading changes what it shows;
-// while this page is open a member's newer reading asks for it too, so the
-// readiness' "checked" time stays the newest reading's (once per reading).
-function useFreshCheck(cluster) {
-  const newest = (cluster?.members || []).filter((m) => m.online && m.reporting)
-    .map((m) => S.readingOf(m.clientId)?.receivedAt || '').reduce((a, b) => (b > a ? b : a), '');
-  const checked = cluster?.readiness?.checkedAt || '';
-  useEffect(() => { if (newest && newest > checked) refreshClusters(); }, [newest]);
+// When readiness was last judged: the server judges every reading as it comes,
+// but tells the dashboards of a cluster only when what they show changed (not
+// of a reading that changed nothing), so a newer reading of a live member is
+// when the verdict shown was checked.
+function checkedAt(cluster) {
+  return (cluster.members || []).filter((m) => m.online && m.reporting)
+    .map((m) => S.readingOf(m.clientId)?.receivedAt || '')
+    .reduce((a, b) => (b > a ? b : a), cluster.readiness?.checkedAt || '');
 }
 
 export function ClusterDetail({ id }) {
   useTitle(`Cluster ${id}`);
   const cluster = S.clusters.value.find((c) => c.key === id);
   const { list: events, error } = useClusterEvents(id);
-  useFreshCheck(cluster);
   if (!cluster) {
     return html`<section><h1>Cluster</h1>
       <p class="empty">${S.clustersLoaded.value ? 'This cluster does not exist (any more).' : 'Loading…'}</p>
@@ -75,7 +73,7 @@ export function ClusterDetail({ id }) {
       ${lacking.map(({ m, missing }) => html`<li><strong>${hostOf(m)}</strong> lacks ${missing.join(', ')}</li>`)}
     </ul>`}
     <h2 id="readiness-title">Would a failover work now?</h2>
-    <${ReadinessChecks} readiness=${cluster.readiness} />
+    <${ReadinessChecks} readiness=${cluster.readiness && { ...cluster.readiness, checkedAt: checkedAt(cluster) || null }} />
     <${DrillAction} cluster=${cluster} />
     <h2>Master and availability</h2>
     ${error && html`<p class="form-error" role="alert">The cluster's events could not be ${events ? 'refreshed' : 'loaded'}: ${error}</p>`}

@@ -738,7 +738,7 @@ fn dashboard_authentication_and_on_connect_order() {
     }
     let mut dash = server.dashboard(&admin);
     let mut types = Vec::new();
-    for _ in 0..4 {
+    for _ in 0..5 {
         let m = dash.next(Duration::from_secs(5)).unwrap().unwrap();
         types.push(m["type"].as_str().unwrap().to_owned());
         if m["type"] == "CLIENTS_UPDATE" {
@@ -749,6 +749,7 @@ fn dashboard_authentication_and_on_connect_order() {
         types,
         [
             "CLIENTS_UPDATE",
+            "CLUSTERS_UPDATE",
             "KEEPALIVED_STATE_UPDATE",
             "KEEPALIVED_STATE_UPDATE",
             "ACTIVITY_UPDATE"

@@ -296,7 +296,12 @@ fn expected(rows: &[(String, Vec<history::Interval>)], from: i64, to: i64, now: 
     let answer = Value::Array(
         rows.iter()
             .filter(|(_, list)| listed(list))
-            .map(|(key, list)| availability(list, from, to.min(now.max(from))).to_json(key))
+            .map(|(key, list)| {
+                serde_json::to_value(
+                    availability(list, from, to.min(now.max(from))).view(key.to_string()),
+                )
+                .unwrap()
+            })
             .collect(),
     );
     // Through the same text and parser as the server's answer (serde_json reads

@@ -371,7 +371,7 @@ fn to_json_shape() {
         true,
         vec![inst("VI_1", 51, "MASTER", V)],
     )])[0];
-    let v = c.to_json();
+    let v = serde_json::to_value(c).unwrap();
     let mut keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     keys.sort();
     assert_eq!(

@@ -14,7 +14,7 @@
 //!   `unreachable`, when no agent could say who was master).
 
 use super::{HistoryHealth, Interval};
-use serde_json::{json, Map, Value};
+use serde::Serialize;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -100,25 +100,57 @@ impl Availability {
     }
 
     /// The API's form (seconds, with milliseconds as fractions).
-    pub fn to_json(&self, key: &str) -> Value {
+    pub fn view(&self, key: String) -> AvailabilityView {
         let secs = |ms: i64| ms as f64 / 1000.0;
-        let mut health = Map::new();
-        for h in HistoryHealth::ALL {
-            health.insert(h.as_str().into(), json!(secs(self.health_ms[h.index()])));
-        }
-        json!({
-            "key": key,
-            "observedSeconds": secs(self.observed_ms),
-            "unobservedSeconds": secs(self.window_ms - self.observed_ms),
-            "seconds": health,
-            "masterChanges": self.master_changes,
-            "incidents": {
-                "count": self.incidents,
-                "totalSeconds": secs(self.incident_total_ms),
-                "longestSeconds": secs(self.incident_longest_ms),
+        AvailabilityView {
+            key,
+            observed_seconds: secs(self.observed_ms),
+            unobserved_seconds: secs(self.window_ms - self.observed_ms),
+            seconds: HealthSeconds(self.health_ms.map(secs)),
+            master_changes: self.master_changes,
+            incidents: IncidentFigures {
+                count: self.incidents,
+                total_seconds: secs(self.incident_total_ms),
+                longest_seconds: secs(self.incident_longest_ms),
             },
-            "oneMasterShare": (self.observed_ms > 0)
+            one_master_share: (self.observed_ms > 0)
                 .then(|| self.one_master_ms as f64 / self.observed_ms as f64),
-        })
+        }
     }
+}
+
+/// One cluster's availability figures as the API shows them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailabilityView {
+    pub key: String,
+    pub observed_seconds: f64,
+    pub unobserved_seconds: f64,
+    pub seconds: HealthSeconds,
+    pub master_changes: u64,
+    pub incidents: IncidentFigures,
+    /// `None` when nothing was observed: no share rather than a made-up one.
+    pub one_master_share: Option<f64>,
+}
+
+/// Seconds in each incident health, by its name (indexed by [`HistoryHealth::index`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthSeconds(pub [f64; 6]);
+
+impl Serialize for HealthSeconds {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(
+            HistoryHealth::ALL
+                .iter()
+                .map(|h| (h.as_str(), self.0[h.index()])),
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncidentFigures {
+    pub count: u64,
+    pub total_seconds: f64,
+    pub longest_seconds: f64,
 }

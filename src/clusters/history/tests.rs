@@ -125,7 +125,7 @@ fn availability_sums_health_masters_and_incidents() {
         "the restart is inside the incident"
     );
     assert_eq!(a.one_master_ms, (100 + 90 + 30 + 100) * S);
-    let json = a.to_json("k");
+    let json = serde_json::to_value(a.view("k".into())).unwrap();
     assert_eq!(json["seconds"]["ok"], 190.0);
     assert_eq!(json["unobservedSeconds"], 40.0);
     assert_eq!(json["incidents"]["count"], 2);
@@ -161,8 +161,8 @@ fn availability_clips_to_the_window() {
     assert_eq!(c.health_ms[Unreachable.index()], 10 * S);
     // Nothing observed: no share rather than a made-up one.
     let none = availability(&[], 0, 10 * S);
-    assert!(none.to_json("k")["oneMasterShare"].is_null());
-    assert_eq!(none.to_json("k")["unobservedSeconds"], 10.0);
+    assert!(none.view("k".into()).one_master_share.is_none());
+    assert_eq!(none.view("k".into()).unobserved_seconds, 10.0);
 }
 
 #[test]

@@ -402,5 +402,5 @@ pub fn refresh_state(app: &App, _req: &Req, _s: &Session, path: &[&str]) -> ApiR
 }
 
 pub fn list_clusters(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
-    Ok(Resp::json_bytes(200, app.cluster_list_json()?))
+    Ok(Resp::ok(&*app.cluster_snapshot()))
 }

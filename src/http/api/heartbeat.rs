@@ -11,13 +11,19 @@ use crate::http::response::{ApiError, ApiResult, Resp};
 use crate::http::App;
 use serde_json::{json, Value};
 
-fn shown(app: &App) -> Value {
-    let mut out = app.heartbeat.config().to_json();
-    out.insert(
-        "status".into(),
-        serde_json::to_value(app.heartbeat.status()).unwrap_or(Value::Null),
-    );
-    Value::Object(out)
+/// The block with its last outcome.
+#[derive(serde::Serialize)]
+struct Shown {
+    #[serde(flatten)]
+    config: crate::config::heartbeat::HeartbeatConfig,
+    status: crate::heartbeat::Status,
+}
+
+fn shown(app: &App) -> Shown {
+    Shown {
+        config: app.heartbeat.config(),
+        status: app.heartbeat.status(),
+    }
 }
 
 pub fn get(app: &App, _req: &Req, _s: &Session, _path: &[&str]) -> ApiResult {
@@ -31,11 +37,16 @@ pub fn put(app: &App, req: &Req, session: &Session, _path: &[&str]) -> ApiResult
     {
         // Written first: a block that would not survive a restart is not taken.
         let _one_writer = app.config_file.lock();
-        crate::config::write_section(&app.config.path, heartbeat::SECTION, &new.to_json())
-            .map_err(|e| {
+        let block = match serde_json::to_value(&new) {
+            Ok(Value::Object(m)) => m,
+            _ => return Err(ApiError::internal()),
+        };
+        crate::config::write_section(&app.config.path, heartbeat::SECTION, &block).map_err(
+            |e| {
                 log::error!("Cannot save the heartbeat settings: {e}");
                 ApiError::new(500, format!("Cannot write the configuration file: {e}"))
-            })?;
+            },
+        )?;
         app.heartbeat.apply(new.clone());
     }
     // The URL may carry a token: masked, in the log and in the audit entry.

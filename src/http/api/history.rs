@@ -92,7 +92,7 @@ pub fn availability_of_all(app: &App, req: &Req, _s: &Session, _path: &[&str]) -
         mirror
             .availability(key, from_ms, to_ms, to_ms.min(now_ms.max(from_ms)), now_ms)
             .into_iter()
-            .map(|(key, figures)| figures.to_json(key))
+            .map(|(key, figures)| figures.view(key.to_owned()))
             .collect()
     };
     Ok(Resp::ok(&json!({

@@ -5,13 +5,31 @@
 //! and when `security.metrics_token` is set, only with that token (or any API
 //! token) as `Authorization: Bearer`.
 
+use crate::clusters::readiness::{Status, Verdict};
 use crate::clusters::thread::open_incidents;
+use crate::clusters::Cluster;
 use crate::http::request::Req;
 use crate::http::response::{ApiError, ApiResult, Resp};
 use crate::http::state::App;
-use crate::metrics::{self, ClientFacts, ClusterFacts, Snapshot};
-use serde_json::Value;
+use crate::metrics::{self, ClientFacts, ClientLine, ClusterFacts, Snapshot};
 use std::net::IpAddr;
+
+/// What the metrics show of a cluster (the metrics domain is a leaf: it is
+/// handed plain facts, not the clusters' types).
+fn cluster_facts(c: &Cluster) -> ClusterFacts {
+    ClusterFacts::new(
+        c.site.as_deref().unwrap_or(""),
+        c.vrid,
+        &c.networks,
+        c.health.as_str(),
+        c.members.iter().map(|m| (m.live(), m.state())),
+        c.readiness.verdict == Verdict::Ready,
+        c.readiness
+            .checks
+            .iter()
+            .map(|o| (o.check.as_str(), o.status == Status::Fail)),
+    )
+}
 
 /// The exposition format's content type (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -34,25 +52,26 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
             return Err(ApiError::unauthorized().header("www-authenticate", "Bearer"));
         }
     }
-    let clusters: Vec<Value> =
-        serde_json::from_slice(&app.cluster_list_json()?).unwrap_or_default();
     let now = app.clock.utc();
-    let clients = match app.client_list()? {
-        Value::Array(list) => list,
-        _ => Vec::new(),
-    };
     let snapshot = Snapshot {
-        clusters: clusters.iter().map(ClusterFacts::from_json).collect(),
-        clients: clients
+        clusters: app
+            .cluster_snapshot()
+            .clusters
             .iter()
+            .map(|c| cluster_facts(c))
+            .collect(),
+        clients: app
+            .client_list()?
+            .into_iter()
             .map(|c| {
-                // The metrics domain reads JSON (it stays a leaf): a scrape,
-                // not the reading path, so the conversion costs nothing that counts.
-                let reading = c["id"]
-                    .as_str()
-                    .and_then(|id| app.readings.get(id))
-                    .and_then(|r| serde_json::to_value(&*r).ok());
-                ClientFacts::from_json(c, reading.as_ref(), now)
+                let reading = app.readings.get(&c.id);
+                let line = ClientLine {
+                    name: c.name().to_owned(),
+                    online: c.status == "online",
+                    site: c.site.unwrap_or_default(),
+                    id: c.id,
+                };
+                ClientFacts::new(line, reading.as_deref(), now)
             })
             .collect(),
         incidents_open: open_incidents(&app.db)?,

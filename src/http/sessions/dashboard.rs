@@ -16,7 +16,7 @@ use crate::auth::{self, cookies, AuthFailure};
 use crate::http::transport::conns::ConnTracker;
 use crate::http::transport::ws::{self, Flow, Session, WsSocket};
 use crate::http::App;
-use crate::live::{self, envelope, envelope_of, hub, ToSocket};
+use crate::live::{self, envelope_of, hub, ToSocket};
 use std::sync::Arc;
 use vrrp_protocol::kind;
 
@@ -130,7 +130,10 @@ fn send_snapshot(
         log::error!("{e}");
         SnapshotFailed::Unreadable
     })?;
-    socket.send_text_waiting(&envelope(kind::CLIENTS_UPDATE, clients), &app.clock)?;
+    socket.send_text_waiting(&envelope_of(kind::CLIENTS_UPDATE, &clients), &app.clock)?;
+    // The cluster list as the feed last told it; what changes later follows
+    // as CLUSTERS_UPDATE, from the queue this socket is subscribed to.
+    socket.send_text_waiting(&app.clusters_feed.whole(), &app.clock)?;
     for reading in app.readings.list() {
         socket.send_text_waiting(
             &envelope_of(kind::KEEPALIVED_STATE_UPDATE, &*reading),

@@ -1,0 +1,105 @@
+//! The cluster list as `cluster-eval` last published it: what the API's list,
+//! the metrics, the heartbeat and the dashboards' feed read without waiting on
+//! that thread.
+//!
+//! The thread publishes after each evaluation (and, while the start-up guard
+//! holds evaluation, after each regrouping), so the list shows only what the
+//! evaluator has judged and persisted: a server stopped right after the list
+//! showed a cluster restores its roles. A snapshot shares every unchanged
+//! cluster with the one before ([`Arc`]); a publication copies only the
+//! clusters patched since the last.
+//!
+//! The board also says how many of the thread's messages its list covers, so
+//! that a reader can wait (briefly) for what was sent before it asked: the API
+//! answers a list that includes the reading an agent just had acknowledged,
+//! without asking the thread for anything.
+
+use super::Cluster;
+use parking_lot::{Condvar, Mutex, RwLock};
+use serde::{Serialize, Serializer};
+use std::sync::Arc;
+
+/// One published cluster list, in the API's order (attention first).
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Counts publications: a newer snapshot has a greater one.
+    pub version: u64,
+    pub clusters: Vec<Arc<Cluster>>,
+}
+
+impl Serialize for Snapshot {
+    /// As `GET /api/v1/keepalived/clusters` answers: the list.
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.clusters.iter().map(|c| &**c))
+    }
+}
+
+/// Where the latest snapshot is kept, and who hears of a new one.
+pub struct Board {
+    current: RwLock<Arc<Snapshot>>,
+    /// How many messages sent to the thread the current list has taken in.
+    covers: Mutex<u64>,
+    covered: Condvar,
+    published: crossbeam_channel::Sender<()>,
+    wakes: crossbeam_channel::Receiver<()>,
+}
+
+impl Default for Board {
+    fn default() -> Board {
+        let (published, wakes) = crossbeam_channel::bounded(1);
+        Board {
+            current: RwLock::new(Arc::new(Snapshot::default())),
+            covers: Mutex::new(0),
+            covered: Condvar::new(),
+            published,
+            wakes,
+        }
+    }
+}
+
+impl Board {
+    /// The latest published list: never waits on the cluster thread.
+    pub fn latest(&self) -> Arc<Snapshot> {
+        self.current.read().clone()
+    }
+
+    /// Publishes a list (sorted here into the API's order) and wakes the feed.
+    pub fn publish(&self, mut clusters: Vec<Arc<Cluster>>) {
+        clusters.sort_by(|a, b| Cluster::attention_order(&&**a, &&**b));
+        let mut current = self.current.write();
+        *current = Arc::new(Snapshot {
+            version: current.version + 1,
+            clusters,
+        });
+        drop(current);
+        let _ = self.published.try_send(());
+    }
+
+    /// The list now covers the first `taken` messages sent to the thread
+    /// (whether or not they changed it).
+    pub fn cover(&self, taken: u64) {
+        let mut covers = self.covers.lock();
+        if taken > *covers {
+            *covers = taken;
+            self.covered.notify_all();
+        }
+    }
+
+    /// Waits until the list covers the first `sent` messages, at most
+    /// `timeout`; false when it did not in time.
+    pub fn wait_covering(&self, sent: u64, timeout: std::time::Duration) -> bool {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut covers = self.covers.lock();
+        while *covers < sent {
+            if self.covered.wait_until(&mut covers, deadline).timed_out() {
+                return *covers >= sent;
+            }
+        }
+        true
+    }
+
+    /// Waits up to `timeout` for a publication since the last wake; true if one came.
+    pub fn wait_published(&self, timeout: std::time::Duration) -> bool {
+        self.wakes.recv_timeout(timeout).is_ok()
+    }
+}
