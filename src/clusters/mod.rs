@@ -32,8 +32,8 @@ pub use group::*;
 pub use member::{vips_of, Member};
 
 /// Every cluster grouped anew from the stored readings (the client records,
-/// the last readings, who is online now): what the cluster list falls back to
-/// when `cluster-eval` does not answer, and what a drill watches.
+/// the last readings, who is online now): what a drill watches, apart from
+/// the evaluator's batching.
 pub fn from_stored(
     db: &crate::db::Db,
     readings: &crate::agents::readings::Latest,

@@ -505,7 +505,7 @@ mod tests {
         let types: Vec<String> = seen
             .findings
             .iter()
-            .map(|f| reason(&f)["type"].as_str().unwrap().to_owned())
+            .map(|f| reason(f)["type"].as_str().unwrap().to_owned())
             .collect();
         assert_eq!(
             types,

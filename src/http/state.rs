@@ -14,7 +14,6 @@ use crate::auth::oidc::Oidc;
 use crate::auth::rate_limit::RateLimiter;
 use crate::auth::session::SessionKeys;
 use crate::clock::SharedClock;
-use crate::clusters;
 use crate::clusters::thread::{EvalMsg, EvalSender};
 use crate::config::settings::Settings;
 use crate::config::ServerConfig;
@@ -105,12 +104,6 @@ impl App {
             );
         }
         self.board.latest()
-    }
-
-    /// Every cluster as the dashboard shows it, worst first, grouped anew from the
-    /// stored readings.
-    pub fn cluster_list(&self) -> Result<Vec<clusters::Cluster>, DbError> {
-        clusters::from_stored(&self.db, &self.readings, &self.agents)
     }
 
     /// What an agent session uses (see `agents::session`).

@@ -17,6 +17,7 @@ mod daily;
 mod drills;
 mod faults;
 mod history;
+mod live_clusters;
 mod pair;
 mod provisioning;
 mod readiness;

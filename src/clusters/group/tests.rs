@@ -363,7 +363,7 @@ fn signature_follows_what_grouping_depends_on_and_patch_rejudges() {
 }
 
 #[test]
-fn to_json_shape() {
+fn serialised_shape() {
     let c = &group(&[host(
         "a",
         None,
