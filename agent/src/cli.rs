@@ -11,7 +11,9 @@ pub enum Command {
     Help,
     Version,
     /// `register [--token-file FILE]`: see [`crate::register_once`].
-    Register { token_file: Option<PathBuf> },
+    Register {
+        token_file: Option<PathBuf>,
+    },
 }
 
 /// The arguments after the program name.
@@ -22,6 +24,7 @@ pub fn parse(args: &[String]) -> Result<Command, String> {
         [a] if a == "--version" || a == "-V" => Ok(Command::Version),
         [a, rest @ ..] if a == "register" => match rest {
             [] => Ok(Command::Register { token_file: None }),
+            [h] if h == "--help" || h == "-h" => Ok(Command::Help),
             [o, f] if o == "--token-file" && !f.is_empty() => Ok(Command::Register {
                 token_file: Some(PathBuf::from(f)),
             }),
@@ -93,5 +96,7 @@ mod tests {
             .contains("--token"));
         assert!(parse(&args(&["register", "--token-file"])).is_err());
         assert!(help().contains("SVC_NOTIFY_TOKEN"));
+        assert!(help().contains("vrrp-agent register [--token-file FILE]"));
+        assert!(help().contains("SVC_REGISTRATION_TOKEN"));
     }
 }

@@ -187,7 +187,10 @@ mod tests {
         std::fs::write(&f, "abc\n").unwrap();
         assert_eq!(read_token(&env(&[]), Some(&f)).unwrap(), "abc");
         assert_eq!(read_token(&env(&[(TOKEN_ENV, " x ")]), None).unwrap(), "x");
-        assert!(read_token(&env(&[]), None).unwrap_err().0.contains(TOKEN_ENV));
+        assert!(read_token(&env(&[]), None)
+            .unwrap_err()
+            .0
+            .contains(TOKEN_ENV));
         std::fs::write(&f, "\n").unwrap();
         assert!(read_token(&env(&[]), Some(&f)).is_err());
     }

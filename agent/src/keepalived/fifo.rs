@@ -117,9 +117,7 @@ impl FifoWatcher {
         let root = self.proc_dir.join(found.parent.to_string()).join("root");
         let p = root.join(self.path.strip_prefix("/").unwrap_or(&self.path));
         match std::fs::metadata(&p) {
-            Ok(meta) if meta.file_type().is_fifo() => {
-                (Some((found.parent, meta.ino(), p)), None)
-            }
+            Ok(meta) if meta.file_type().is_fifo() => (Some((found.parent, meta.ino(), p)), None),
             Ok(_) => (None, None),
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => (
                 None,
@@ -265,9 +263,7 @@ impl FifoWatcher {
                 let reopened = open
                     .as_ref()
                     .and_then(|(_, pid, ino)| {
-                        self.locate()
-                            .0
-                            .filter(|(p, i, _)| (p, i) == (pid, ino))
+                        self.locate().0.filter(|(p, i, _)| (p, i) == (pid, ino))
                     })
                     .and_then(|(pid, ino, p)| Some((open_fifo(&p).ok()?, pid, ino)));
                 if reopened.is_none() {
@@ -290,6 +286,8 @@ fn open_fifo(p: &std::path::Path) -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reader::ReaderMsg;
+    use std::io::Write;
 
     #[test]
     fn check_every_five_seconds() {
@@ -297,6 +295,92 @@ mod tests {
         assert!(check_due(None, t));
         assert!(!check_due(Some(t), t + Duration::from_millis(4999)));
         assert!(check_due(Some(t), t + Duration::from_secs(5)));
+    }
+
+    /// CPU time (user + system, in clock ticks) of this process's `fifo-watch` threads.
+    fn watcher_ticks() -> u64 {
+        let mut ticks = 0;
+        for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() != "fifo-watch" {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+            let after = &stat[stat.rfind(')').map_or(0, |i| i + 1)..];
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            // utime and stime: fields 14 and 15 of stat, 12 and 13 after the comm.
+            ticks += fields
+                .get(11)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0);
+            ticks += fields
+                .get(12)
+                .and_then(|f| f.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+        ticks
+    }
+
+    /// The FIFO is held read-only (an agent without root cannot open keepalived's 0600
+    /// FIFO for writing), so every writer leaving is an end-of-file: each writer that
+    /// comes and goes is still read, and after the last one the watcher waits rather
+    /// than seeing the hang-up at every poll.
+    #[test]
+    fn a_writer_that_comes_and_goes_is_read_each_time_without_spinning() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A process table with one keepalived whose root is `rootfs`.
+        let proc_dir = tmp.path().join("proc");
+        let pid_dir = proc_dir.join("100");
+        std::fs::create_dir_all(&pid_dir).unwrap();
+        std::fs::write(pid_dir.join("comm"), "keepalived\n").unwrap();
+        std::fs::write(pid_dir.join("stat"), "100 (keepalived) S 1 1 1 0 -1").unwrap();
+        let rootfs = tmp.path().join("rootfs");
+        std::fs::create_dir_all(rootfs.join("tmp")).unwrap();
+        std::os::unix::fs::symlink(&rootfs, pid_dir.join("root")).unwrap();
+        let fifo = rootfs.join("tmp/keepalived_vrrp.fifo");
+        let made = std::process::Command::new("mkfifo")
+            .args(["-m", "0600"])
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let status = SharedStatus::default();
+        let watcher = spawn(
+            proc_dir,
+            PathBuf::from("/tmp/keepalived_vrrp.fifo"),
+            Trigger::from_sender(tx),
+            status.clone(),
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        while status.read().fifo != FifoState::Open {
+            assert!(t0.elapsed() < Duration::from_secs(5), "the FIFO opened");
+            thread::sleep(Duration::from_millis(10));
+        }
+        for round in 0..3 {
+            // Blocks until a reader has it open: the watcher does.
+            let mut w = OpenOptions::new().write(true).open(&fifo).unwrap();
+            writeln!(w, "INSTANCE \"VI_1\" MASTER 100").unwrap();
+            drop(w);
+            match rx.recv_timeout(Duration::from_secs(5)) {
+                Ok(ReaderMsg::Read {
+                    source: TriggerSource::Fifo,
+                    ..
+                }) => {}
+                _ => panic!("round {round}: no reading asked for"),
+            }
+        }
+        // No writer left: nothing more is asked for, the FIFO stays open, and the
+        // watcher sleeps in poll(2) (a hang-up seen at every poll would spin: a
+        // whole core, some 100 ticks a second).
+        let before = watcher_ticks();
+        assert!(rx.recv_timeout(Duration::from_secs(1)).is_err());
+        let spent = watcher_ticks() - before;
+        assert!(spent < 10, "the watcher spent {spent} ticks in a second");
+        assert_eq!(status.read().fifo, FifoState::Open);
+        watcher.stop();
     }
 
     #[test]

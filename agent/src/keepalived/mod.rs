@@ -676,6 +676,22 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_names_the_missing_capability() {
+        let tmp = tempfile::tempdir().unwrap();
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        // keepalived's root could be followed: the file itself refused.
+        let hint = capability_hint(&denied, tmp.path());
+        assert!(hint.contains("needs CAP_DAC_READ_SEARCH"), "{hint}");
+        // Anything but a refusal is no capability's doing.
+        assert_eq!(
+            capability_hint(&io::Error::from(io::ErrorKind::NotFound), tmp.path()),
+            ""
+        );
+        // (The root link refused, CAP_SYS_PTRACE, takes another user's process:
+        // agent/tests/e2e/lab_nonroot.rs.)
+    }
+
+    #[test]
     fn version_from_binary_bytes() {
         let bytes = b"\0\0junk Keepalived v%s\0Keepalived v2.2.7 (01/16,2022)\0more";
         assert_eq!(version_in(bytes).as_deref(), Some("2.2.7"));
