@@ -1,74 +1,15 @@
-//! Where the server's time comes from.
+//! Where the server's time comes from, and the forms it writes time in.
 //!
-//! Domain code never reads the system clock itself: it asks a [`Clock`], so that
-//! tests can drive time (rate-limit windows, session lifetimes, and later the
-//! cluster confirmation windows and schedulers) without sleeping.
+//! Domain code never reads the system clock itself: it asks a [`Clock`] (from
+//! `vrrp_protocol`, shared with the agent), so that tests can drive time
+//! (rate-limit windows, session lifetimes, confirmation windows, schedulers)
+//! without sleeping.
 
-use chrono::{DateTime, Duration, SecondsFormat, Utc};
-use parking_lot::Mutex;
-use std::sync::Arc;
-use std::time::Instant;
+use chrono::{DateTime, SecondsFormat, Utc};
 
-/// The one clock trait of both binaries (`now` monotonic, `utc` wall time).
-pub use vrrp_protocol::Clock;
-
-/// The real clock.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-
-    fn utc(&self) -> DateTime<Utc> {
-        Utc::now()
-    }
-}
-
-/// A clock that only moves when a test moves it. Its monotonic time moves with
-/// its wall time (and stays put when a test sets the wall time back).
-#[derive(Debug, Clone)]
-pub struct ManualClock {
-    start: DateTime<Utc>,
-    base: Instant,
-    now: Arc<Mutex<DateTime<Utc>>>,
-}
-
-impl ManualClock {
-    pub fn new(start: DateTime<Utc>) -> Self {
-        ManualClock {
-            start,
-            base: Instant::now(),
-            now: Arc::new(Mutex::new(start)),
-        }
-    }
-
-    pub fn advance(&self, by: Duration) {
-        *self.now.lock() += by;
-    }
-
-    pub fn set(&self, to: DateTime<Utc>) {
-        *self.now.lock() = to;
-    }
-}
-
-impl Clock for ManualClock {
-    fn now(&self) -> Instant {
-        let moved = (*self.now.lock() - self.start).to_std().unwrap_or_default();
-        self.base + moved
-    }
-
-    fn utc(&self) -> DateTime<Utc> {
-        *self.now.lock()
-    }
-
-    fn is_driven(&self) -> bool {
-        true
-    }
-}
-
-pub type SharedClock = Arc<dyn Clock>;
+/// The one clock of both binaries, in `vrrp_protocol`: the trait (`now`
+/// monotonic, `utc` wall time), the real clock and the one tests drive.
+pub use vrrp_protocol::clock::{Clock, ManualClock, SharedClock, SystemClock};
 
 /// ISO 8601 UTC with milliseconds, the form of every timestamp the API returns
 /// unless the spec names another (design.md).
@@ -102,7 +43,7 @@ pub fn sql_timestamp(t: DateTime<Utc>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
+    use chrono::{Duration, TimeZone};
 
     #[test]
     fn manual_clock_moves_only_when_told() {

@@ -34,7 +34,7 @@ impl Rig {
     }
 
     fn start_with(base_url: &str, allow_self_signed: bool, events: &[&str]) -> Rig {
-        let clock = ManualClock::new();
+        let clock = std::sync::Arc::new(ManualClock::starting_now());
         let mut q = Queue::default();
         for id in events {
             q.push(ActivityEvent {

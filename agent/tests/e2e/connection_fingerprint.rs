@@ -66,7 +66,7 @@ fn reading(password: &str) -> Arc<Reading> {
 /// One inbound connection thread dialling `port`, its readings from `current`.
 fn inbound(port: u16, client_id: &str, current: Arc<Mutex<Arc<Reading>>>) -> Inbound {
     Inbound::start(
-        ManualClock::new(),
+        std::sync::Arc::new(ManualClock::starting_now()),
         target(&format!("http://127.0.0.1:{port}"), client_id, false),
         "fp-host",
         Queue::default(),

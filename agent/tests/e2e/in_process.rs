@@ -183,7 +183,7 @@ impl Outbound {
         .collect();
         let cfg = Arc::new(config::load(&env, None, dir.path()).unwrap().config);
         let data = DataDir::open(&cfg.data_dir).unwrap();
-        let clock = ManualClock::new();
+        let clock = std::sync::Arc::new(ManualClock::starting_now());
         let (inbox, rx) = connection::inbox().unwrap();
         let trigger = reader(inbox.clone(), readings);
         let status: SharedConn = Arc::new(RwLock::new(ConnStatus::default()));
