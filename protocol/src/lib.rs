@@ -526,8 +526,15 @@ pub struct ActivityEvent {
     pub level: ActivityLevel,
     pub correlation_id: Option<String>,
     /// For VRRP events `{instanceName, vrid, interface}`; `{}` for process events.
+    #[serde(deserialize_with = "null_as_empty")]
     pub subject: Map<String, Value>,
+    #[serde(deserialize_with = "null_as_empty")]
     pub data: Map<String, Value>,
+}
+
+/// A map that may come as `null`: read as empty.
+fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    Ok(Option::<Map<String, Value>>::deserialize(d)?.unwrap_or_default())
 }
 
 /// Payload of the agent's `ACTIVITY` message.

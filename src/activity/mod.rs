@@ -21,7 +21,8 @@ use crate::db::{Db, DbError};
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 use serde_json::{Map, Value};
-use vrrp_protocol::ActivityLevel;
+use serde::Deserialize;
+use vrrp_protocol::{ActivityEvent, ActivityLevel};
 
 /// What one entry of an agent's batch turned out to be.
 #[derive(Debug, PartialEq)]
@@ -40,17 +41,23 @@ pub enum Incoming {
 
 /// Parses an ACTIVITY payload. `None` when the envelope itself does not parse (no
 /// `events` list): the batch is dropped without ack, so the agent offers it again.
+/// Each entry is read on its own into `vrrp_protocol::ActivityEvent`, the type
+/// the agent writes, so that one entry that does not parse is refused alone.
 pub fn parse_batch(payload: &Value, client_id: &str, now: DateTime<Utc>) -> Option<Vec<Incoming>> {
-    let events = payload.get("events")?.as_array()?;
+    #[derive(serde::Deserialize)]
+    struct Entries {
+        events: Vec<Value>,
+    }
+    let Entries { events } = Entries::deserialize(payload).ok()?;
     Some(
         events
-            .iter()
+            .into_iter()
             .map(|e| parse_event(e, client_id, now))
             .collect(),
     )
 }
 
-fn parse_event(v: &Value, client_id: &str, now: DateTime<Utc>) -> Incoming {
+fn parse_event(v: Value, client_id: &str, now: DateTime<Utc>) -> Incoming {
     let id = v
         .get("id")
         .and_then(Value::as_str)
@@ -63,54 +70,41 @@ fn parse_event(v: &Value, client_id: &str, now: DateTime<Utc>) -> Incoming {
         },
         None => Incoming::Dropped { why },
     };
-    let Some(obj) = v.as_object() else {
+    if !v.is_object() {
         return refuse("not an object".into());
+    }
+    // The protocol type lets every field be absent (and reads an unknown level
+    // as info); what the server needs of an event is checked after.
+    let e: ActivityEvent = match serde_json::from_value(v) {
+        Ok(e) => e,
+        Err(err) => return refuse(err.to_string()),
     };
-    let Some(id) = id.clone() else {
+    if e.id.is_empty() {
         return refuse("id: missing".into());
+    }
+    let occurred_at = match DateTime::parse_from_rfc3339(&e.occurred_at) {
+        Ok(t) => iso(t.with_timezone(&Utc)),
+        Err(_) => return refuse("occurredAt: not an ISO 8601 timestamp".into()),
     };
-    let occurred_at = match obj
-        .get("occurredAt")
-        .and_then(Value::as_str)
-        .map(DateTime::parse_from_rfc3339)
-    {
-        Some(Ok(t)) => iso(t.with_timezone(&Utc)),
-        _ => return refuse("occurredAt: not an ISO 8601 timestamp".into()),
-    };
-    let Some(kind) = obj
-        .get("kind")
-        .and_then(Value::as_str)
-        .filter(|k| !k.is_empty())
-    else {
+    if e.kind.is_empty() {
         return refuse("kind: missing".into());
-    };
-    let correlation_id = match obj.get("correlationId") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return refuse("correlationId: not a string".into()),
-    };
-    let object = |key: &str| match obj.get(key) {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(_) => Err(format!("{key}: not an object")),
-    };
-    let (subject, data) = match (object("subject"), object("data")) {
-        (Ok(s), Ok(d)) => (s, d),
-        (Err(why), _) | (_, Err(why)) => return refuse(why),
-    };
-    // An unknown level reads as info; the protocol type does exactly that.
-    let level: ActivityLevel = obj
-        .get("level")
-        .cloned()
-        .and_then(|l| serde_json::from_value(l).ok())
-        .unwrap_or_default();
+    }
+    let ActivityEvent {
+        id,
+        kind,
+        level,
+        correlation_id,
+        subject,
+        data,
+        ..
+    } = e;
     Incoming::Event(Box::new(Event {
         id,
         occurred_at,
         received_at: iso(now),
         source: "agent",
         client_id: Some(client_id.to_owned()),
-        kind: kind.to_owned(),
+        kind,
         level,
         correlation_id,
         subject,
