@@ -1,6 +1,6 @@
 //! A fleet of simulated agents that behave like the real one when their socket
 //! drops: they wait on the agent's reconnect ladder (5, 10, 30, then 60 s, each
-//! plus up to 3 s of jitter: `agent/src/connection/ladder.rs`), give a handshake
+//! plus up to 3 s of jitter: `vrrp_protocol::ladder`), give a handshake
 //! 5 s (the agent's handshake timeout), and count as connected only once
 //! AUTH_SUCCESS came back. Also the `/api/health` probe that samples how long a
 //! REST answer takes while the fleet reconnects.
@@ -14,14 +14,7 @@ use std::time::{Duration, Instant};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
 
-/// The agent's ladder and handshake timeout (spec: agent.md, "Reconnect ladder").
-const LADDER: [Duration; 4] = [
-    Duration::from_secs(5),
-    Duration::from_secs(10),
-    Duration::from_secs(30),
-    Duration::from_secs(60),
-];
-const MAX_JITTER_MS: u64 = 3000;
+/// The agent's handshake timeout (its ladder is `vrrp_protocol::ladder`'s).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long an agent waits for AUTH_SUCCESS after sending AUTH.
 const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -219,12 +212,12 @@ pub fn agent(shared: Arc<Shared>, i: usize, id: String, token: String, start_del
     }
     let path = format!("/ws/agent?clientId={id}&token={token}");
     let hostname = format!("load-{i}");
-    let mut step = 0;
+    let mut ladder = vrrp_protocol::ladder::Ladder::default();
     let mut reported_generation = usize::MAX;
     loop {
         match connect_and_auth(&shared, &path, &hostname) {
             Ok(ws) => {
-                step = 0;
+                ladder.reset();
                 let generation = shared.generation.load(Ordering::SeqCst);
                 if generation != reported_generation {
                     reported_generation = generation;
@@ -249,9 +242,7 @@ pub fn agent(shared: Arc<Shared>, i: usize, id: String, token: String, start_del
         if shared.stop.load(Ordering::Relaxed) {
             return;
         }
-        let wait = LADDER[step.min(LADDER.len() - 1)]
-            + Duration::from_millis(rand::random::<u64>() % MAX_JITTER_MS);
-        step += 1;
+        let wait = ladder.next_delay(rand::random::<f64>());
         if !shared.sleep(wait) {
             return;
         }

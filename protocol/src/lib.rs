@@ -12,6 +12,7 @@
 pub mod actions;
 pub mod clock;
 pub mod fingerprint;
+pub mod ladder;
 pub mod log_level;
 pub mod messages;
 

@@ -106,15 +106,13 @@ fn is_host_name(host: &str) -> bool {
         })
 }
 
-/// The reconnect ladder: 5, 10, 30, then every 60 s. `failures` counts the
-/// attempts since a socket last opened (the ladder restarts when one opens).
+/// The reconnect ladder (`vrrp_protocol::ladder`: 5, 10, 30, then every 60 s),
+/// without the agent's jitter. `failures` counts the attempts since a socket
+/// last opened (the ladder restarts when one opens); 0, after a session ended,
+/// waits the first step too.
 pub fn reconnect_delay(failures: u32) -> Duration {
-    Duration::seconds(match failures {
-        0 | 1 => 5,
-        2 => 10,
-        3 => 30,
-        _ => 60,
-    })
+    let n = (failures as usize).saturating_sub(1);
+    Duration::from_std(vrrp_protocol::ladder::step(n)).unwrap_or(Duration::seconds(60))
 }
 
 /// How a registration attempt on `/ws/register` ended, as the agent answered.

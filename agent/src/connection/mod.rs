@@ -22,7 +22,6 @@
 
 pub mod dial;
 pub mod fingerprint;
-pub mod ladder;
 pub mod outbound;
 pub mod session;
 
@@ -42,8 +41,8 @@ use tungstenite::Message;
 use crate::clock::SharedClock;
 use crate::reader::{ReadingNote, Trigger};
 pub use dial::Target;
-use ladder::Ladder;
 use session::{Action, Ctx, QueueView, Session};
+use vrrp_protocol::ladder::Ladder;
 
 /// The handshake (TCP, TLS, upgrade, AUTH → AUTH_SUCCESS) must finish within this.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -1,5 +1,7 @@
-//! The reconnect ladder: 5, 10, 30, then 60 s between attempts, each plus up to 3 s of
-//! random jitter. Pure: the jitter is passed in as a fraction in [0, 1).
+//! The reconnect ladder of the spec, the one both binaries (and the load
+//! generator) climb: 5, 10, 30, then 60 s between attempts. The agent adds up
+//! to 3 s of random jitter to each; the server dialling an outbound agent waits
+//! the steps as they are. Pure: the jitter is passed in as a fraction in [0, 1).
 
 use std::time::Duration;
 
@@ -11,6 +13,12 @@ pub const STEPS: [Duration; 4] = [
 ];
 pub const MAX_JITTER: Duration = Duration::from_secs(3);
 
+/// The wait of the `n`th step (from 0), without jitter; 60 s from the fourth on.
+pub fn step(n: usize) -> Duration {
+    STEPS[n.min(STEPS.len() - 1)]
+}
+
+/// Where an agent is on the ladder.
 #[derive(Debug, Default, Clone)]
 pub struct Ladder {
     failures: usize,
@@ -24,7 +32,7 @@ impl Ladder {
 
     /// The wait before the next attempt; climbs one step per call, then stays at 60 s.
     pub fn next_delay(&mut self, jitter: f64) -> Duration {
-        let base = STEPS[self.failures.min(STEPS.len() - 1)];
+        let base = step(self.failures);
         self.failures = self.failures.saturating_add(1);
         base + MAX_JITTER.mul_f64(jitter.clamp(0.0, 0.999_999))
     }
