@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::{Message, WebSocket};
+use vrrp_protocol::messages::{envelope, kind};
 
 pub(crate) fn post(addr: &str, path: &str, cookie: &str, body: &Value) -> Result<Value, String> {
     let body = body.to_string();
@@ -46,8 +47,8 @@ pub(crate) fn get_json(addr: &str, path: &str, cookie: &str) -> Result<Value, St
 
 /// The AUTH message a load agent opens its session with (inbound and outbound alike).
 pub(crate) fn auth_message(hostname: &str) -> Message {
-    let auth = json!({ "type": "AUTH", "payload": { "hostname": hostname, "version": "load", "capabilities": ["vrrp"] } });
-    Message::text(auth.to_string())
+    let auth = json!({ "hostname": hostname, "version": "load", "capabilities": ["vrrp"] });
+    Message::text(envelope::encode(kind::AUTH, &auth))
 }
 
 /// A read that ran into its timeout (nothing arrived), not a failure.
@@ -89,9 +90,11 @@ impl Reporter {
             }
             if now >= next {
                 let sent_us = self.epoch.elapsed().as_micros() as u64;
-                let msg = json!({ "type": "KEEPALIVED_UPDATE", "payload": fleet::pair_reading(i, self.pairs, 0, sent_us) });
-                ws.send(Message::text(msg.to_string()))
-                    .map_err(|e| e.to_string())?;
+                let msg = envelope::encode(
+                    kind::KEEPALIVED_UPDATE,
+                    &fleet::pair_reading(i, self.pairs, 0, sent_us),
+                );
+                ws.send(Message::text(msg)).map_err(|e| e.to_string())?;
                 self.sent.fetch_add(1, Ordering::Relaxed);
                 next += self.interval;
             }
@@ -507,10 +510,12 @@ pub fn activity(args: &[String]) -> Result<(), String> {
     while Instant::now() < until {
         n += 1;
         let event_id = format!("probe-{}-{n}", std::process::id());
-        let batch = json!({ "type": "ACTIVITY", "payload": { "events": [{ "id": event_id, "occurredAt": chrono::Utc::now().to_rfc3339(), "kind": "probe", "level": "trace" }] } });
+        let batch = envelope::encode(
+            kind::ACTIVITY,
+            &json!({ "events": [{ "id": event_id, "occurredAt": chrono::Utc::now().to_rfc3339(), "kind": "probe", "level": "trace" }] }),
+        );
         let sent = Instant::now();
-        ws.send(Message::text(batch.to_string()))
-            .map_err(|e| e.to_string())?;
+        ws.send(Message::text(batch)).map_err(|e| e.to_string())?;
         loop {
             match ws.read() {
                 Ok(Message::Text(t))

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tungstenite::client::IntoClientRequest;
 use tungstenite::Message;
+use vrrp_protocol::messages::{envelope, kind};
 
 /// The agent's handshake timeout (its ladder is `vrrp_protocol::ladder`'s).
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -143,8 +144,8 @@ fn connect_and_auth(
     hostname: &str,
 ) -> Result<tungstenite::WebSocket<TcpStream>, String> {
     let mut ws = ws_connect(&shared.addr, path, None, HANDSHAKE_TIMEOUT)?;
-    let auth = json!({ "type": "AUTH", "payload": { "hostname": hostname, "version": "load", "capabilities": ["vrrp"] } });
-    ws.send(Message::text(auth.to_string()))
+    let auth = json!({ "hostname": hostname, "version": "load", "capabilities": ["vrrp"] });
+    ws.send(Message::text(envelope::encode(kind::AUTH, &auth)))
         .map_err(|e| format!("AUTH: {e}"))?;
     let deadline = Instant::now() + AUTH_TIMEOUT;
     loop {
@@ -267,9 +268,8 @@ fn report(
         let now = Instant::now();
         if now >= next {
             let sent_us = shared.epoch.elapsed().as_micros() as u64;
-            let msg =
-                json!({ "type": "KEEPALIVED_UPDATE", "payload": reading_for(shared, i, sent_us) });
-            ws.send(Message::text(msg.to_string()))
+            let msg = envelope::encode(kind::KEEPALIVED_UPDATE, &reading_for(shared, i, sent_us));
+            ws.send(Message::text(msg))
                 .map_err(|e| format!("send: {e}"))?;
             shared.sent.fetch_add(1, Ordering::Relaxed);
             next += interval;

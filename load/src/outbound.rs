@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tungstenite::protocol::frame::{coding::CloseCode, CloseFrame};
 use tungstenite::{Message, WebSocket};
+use vrrp_protocol::messages::envelope;
 
 /// How long a load agent waits for the server's next message in a handshake
 /// step (the REGISTRATION_REQUEST, AUTH_SUCCESS), as the real agent does.
@@ -173,9 +174,7 @@ impl OutboundAgent {
 }
 
 fn send(ws: &mut WebSocket<TcpStream>, kind: &str, payload: Value) {
-    let _ = ws.send(Message::text(
-        json!({ "type": kind, "payload": payload }).to_string(),
-    ));
+    let _ = ws.send(Message::text(envelope::encode(kind, &payload)));
 }
 
 /// The payload of the next text message if it is of `kind`, within the step

@@ -15,6 +15,7 @@ use vrrp_monitor::webhooks::live::Templates;
 use vrrp_monitor::webhooks::ready::READY_MADE;
 use vrrp_monitor::webhooks::store;
 use vrrp_monitor::webhooks::template::Context;
+use vrrp_protocol::messages::{envelope, kind};
 
 pub fn run(args: &[String]) -> Result<(), String> {
     render_time(number(args, "--renders", 20_000)?)?;
@@ -168,9 +169,10 @@ fn deliveries(addr: &str, cookie: &str, events: usize, burst: usize) -> Result<(
             .map(|i| json!({ "id": format!("bench-{}-{i}", std::process::id()), "occurredAt": chrono::Utc::now().to_rfc3339(), "kind": "bench.event", "level": "warning" }))
             .collect();
         let burst_started = Instant::now();
-        ws.send(Message::text(
-            json!({ "type": "ACTIVITY", "payload": { "events": batch } }).to_string(),
-        ))
+        ws.send(Message::text(envelope::encode(
+            kind::ACTIVITY,
+            &json!({ "events": batch }),
+        )))
         .map_err(|e| e.to_string())?;
         sent += n;
         loop {

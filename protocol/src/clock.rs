@@ -100,7 +100,7 @@ impl ManualClock {
 
     pub fn advance(&self, by: impl Step) {
         let mut now = self.time();
-        *now = *now + by.delta();
+        *now += by.delta();
     }
 
     pub fn set(&self, to: DateTime<Utc>) {

@@ -1,9 +1,65 @@
-//! The socket vocabulary both binaries speak: message kinds, close codes and the
-//! refusal (a close code with its text) that ends a connection.
+//! The socket vocabulary both binaries speak: the `{type, payload}` envelope,
+//! message kinds, close codes and the refusal (a close code with its text) that
+//! ends a connection.
 //!
 //! Constants rather than an enum for the kinds: a receiver drops a kind it does
 //! not know (versioning rule 1), so the wire word, not a closed set, is what a
 //! session matches on; constants keep both sides spelling it the same way.
+
+/// The frame every socket message is: `{"type": KIND, "payload": ...}`.
+pub mod envelope {
+    use serde::Serialize;
+    use serde_json::Value;
+
+    #[derive(Serialize)]
+    struct Frame<'a, T: ?Sized> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        payload: &'a T,
+    }
+
+    /// One message as the text of one frame; the payload is written straight
+    /// into it, without a `Value` in between.
+    pub fn encode<T: Serialize + ?Sized>(kind: &str, payload: &T) -> String {
+        serde_json::to_string(&Frame { kind, payload }).unwrap_or_default()
+    }
+
+    /// A frame's kind and payload (`null` when it has none); `None` when the
+    /// text is not an envelope. The payload is taken out, not copied: a
+    /// reading is the bulk of most messages.
+    pub fn decode(text: &str) -> Option<(String, Value)> {
+        let mut v: Value = serde_json::from_str(text).ok()?;
+        let kind = v.get("type")?.as_str()?.to_owned();
+        let payload = v
+            .as_object_mut()
+            .and_then(|o| o.remove("payload"))
+            .unwrap_or(Value::Null);
+        Some((kind, payload))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+        use serde_json::json;
+
+        #[test]
+        fn a_message_goes_out_and_comes_back() {
+            let text = encode("AUTH", &json!({ "hostname": "lb-1" }));
+            assert_eq!(text, r#"{"type":"AUTH","payload":{"hostname":"lb-1"}}"#);
+            assert_eq!(
+                decode(&text),
+                Some(("AUTH".into(), json!({ "hostname": "lb-1" })))
+            );
+            assert_eq!(
+                decode(r#"{"type":"PING"}"#),
+                Some(("PING".into(), Value::Null))
+            );
+            for bad in ["", "[]", r#"{"payload":{}}"#, r#"{"type":5}"#, "{"] {
+                assert_eq!(decode(bad), None, "{bad}");
+            }
+        }
+    }
+}
 
 /// Message kinds (`type` of the `{type, payload}` envelope).
 pub mod kind {

@@ -141,14 +141,7 @@ pub fn parse_auth(payload: &Value) -> Option<Auth> {
 
 /// A message's type and payload; `None` for a frame that is not a message.
 pub fn message(text: &str) -> Option<(String, Value)> {
-    let mut v: Value = serde_json::from_str(text).ok()?;
-    let kind = v.get("type")?.as_str()?.to_owned();
-    // Taken out, not copied: a reading is the bulk of every message.
-    let payload = v
-        .as_object_mut()
-        .and_then(|o| o.remove("payload"))
-        .unwrap_or(Value::Null);
-    Some((kind, payload))
+    vrrp_protocol::messages::envelope::decode(text)
 }
 
 /// AUTH accepted: the connection becomes the client's current one (a previous

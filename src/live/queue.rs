@@ -124,15 +124,7 @@ pub fn envelope(kind: &str, payload: serde_json::Value) -> Arc<str> {
 /// Generic over the payload so a typed reading is written straight into the
 /// frame, without a `Value` in between.
 pub fn envelope_of<T: serde::Serialize + ?Sized>(kind: &str, payload: &T) -> Arc<str> {
-    #[derive(serde::Serialize)]
-    struct Envelope<'a, T: ?Sized> {
-        #[serde(rename = "type")]
-        kind: &'a str,
-        payload: &'a T,
-    }
-    serde_json::to_string(&Envelope { kind, payload })
-        .unwrap_or_default()
-        .into()
+    vrrp_protocol::messages::envelope::encode(kind, payload).into()
 }
 
 #[cfg(test)]

@@ -71,17 +71,14 @@ pub enum Action {
     Close(String),
 }
 
-/// `{"type": .., "payload": ..}` as one text frame.
+/// `{"type": .., "payload": ..}` as one text frame (`vrrp_protocol`'s envelope).
 pub fn envelope(kind: &str, payload: Value) -> String {
-    json!({ "type": kind, "payload": payload }).to_string()
+    vrrp_protocol::messages::envelope::encode(kind, &payload)
 }
 
 /// Splits an incoming frame into (type, payload); `None` when it is not an envelope.
 pub fn parse_envelope(text: &str) -> Option<(String, Value)> {
-    let v: Value = serde_json::from_str(text).ok()?;
-    let kind = v.get("type")?.as_str()?.to_string();
-    let payload = v.get("payload").cloned().unwrap_or(Value::Null);
-    Some((kind, payload))
+    vrrp_protocol::messages::envelope::decode(text)
 }
 
 type Handler = fn(&mut Session, &Value, &Ctx) -> Vec<Action>;
