@@ -15,6 +15,7 @@ pub mod fingerprint;
 pub mod ladder;
 pub mod log_level;
 pub mod messages;
+pub mod wake;
 
 pub use actions::{DrainState, HostAction, HostActionResult};
 pub use clock::Clock;

@@ -4,14 +4,14 @@
 //! every message is wrapped in.
 
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
-use nix::sys::eventfd::{EfdFlags, EventFd};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
+use vrrp_protocol::wake::{self, Waker, Wakeup};
 
 /// The sending end of a socket thread's queue; wakes the thread on every message.
 pub struct Outbox<T> {
     tx: Sender<T>,
-    waker: Arc<EventFd>,
+    waker: Waker,
 }
 
 impl<T> Clone for Outbox<T> {
@@ -26,23 +26,15 @@ impl<T> Clone for Outbox<T> {
 /// The receiving end, polled together with the socket.
 pub struct Inbox<T> {
     rx: Receiver<T>,
-    waker: Arc<EventFd>,
+    wakeup: Wakeup,
 }
 
-/// A queue whose receiver is woken at once by an eventfd: broadcasts and orders
-/// go out as they happen, and an idle socket thread sleeps.
+/// A queue whose receiver is woken at once (`vrrp_protocol::wake`): broadcasts
+/// and orders go out as they happen, and an idle socket thread sleeps.
 pub fn channel<T>(capacity: usize) -> std::io::Result<(Outbox<T>, Inbox<T>)> {
-    let waker = Arc::new(EventFd::from_flags(
-        EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
-    )?);
+    let (waker, wakeup) = wake::pair()?;
     let (tx, rx) = bounded(capacity);
-    Ok((
-        Outbox {
-            tx,
-            waker: waker.clone(),
-        },
-        Inbox { rx, waker },
-    ))
+    Ok((Outbox { tx, waker }, Inbox { rx, wakeup }))
 }
 
 /// Why a message could not be queued.
@@ -58,7 +50,7 @@ impl<T> Outbox<T> {
     pub fn send(&self, msg: T) -> Result<(), Undelivered> {
         match self.tx.try_send(msg) {
             Ok(()) => {
-                let _ = self.waker.write(1);
+                self.waker.wake();
                 Ok(())
             }
             Err(TrySendError::Full(_)) => Err(Undelivered::Full),
@@ -70,12 +62,12 @@ impl<T> Outbox<T> {
 impl<T> Inbox<T> {
     /// The descriptor that becomes readable when a message arrives.
     pub fn wake_fd(&self) -> BorrowedFd<'_> {
-        self.waker.as_fd()
+        self.wakeup.fd()
     }
 
     /// Takes every waiting message; `None` when every sender is gone.
     pub fn drain(&self) -> Option<Vec<T>> {
-        let _ = self.waker.read();
+        self.wakeup.clear();
         let mut out = Vec::new();
         loop {
             match self.rx.try_recv() {

@@ -25,9 +25,8 @@ pub mod fingerprint;
 pub mod outbound;
 pub mod session;
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::fd::AsFd;
-use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -43,6 +42,7 @@ use crate::reader::{ReadingNote, Trigger};
 pub use dial::Target;
 use session::{Action, Ctx, QueueView, Session};
 use vrrp_protocol::ladder::Ladder;
+use vrrp_protocol::wake::{Waker, Wakeup};
 
 /// The handshake (TCP, TLS, upgrade, AUTH → AUTH_SUCCESS) must finish within this.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -196,17 +196,6 @@ pub fn close_with(ws: &mut dial::Socket, code: u16, reason: &str) {
     let _ = ws.flush();
 }
 
-/// Wakes the connection thread out of poll(2).
-#[derive(Clone)]
-pub struct Waker(Arc<UnixStream>);
-
-impl Waker {
-    pub fn wake(&self) {
-        // Non-blocking: a full pipe already means "wake up".
-        let _ = (&*self.0).write(&[1]);
-    }
-}
-
 /// How other parts reach the connection thread.
 #[derive(Clone)]
 pub struct ConnInbox {
@@ -267,19 +256,17 @@ impl ConnHandle {
 pub fn inbox() -> io::Result<(ConnInbox, Inbox)> {
     let (tx, rx) = crossbeam_channel::unbounded();
     let (ntx, nrx) = crossbeam_channel::unbounded();
-    let (a, b) = UnixStream::pair()?;
-    a.set_nonblocking(true)?;
-    b.set_nonblocking(true)?;
+    let (waker, wake) = vrrp_protocol::wake::pair()?;
     Ok((
         ConnInbox {
             tx,
             notes: ntx,
-            waker: Waker(Arc::new(a)),
+            waker,
         },
         Inbox {
             rx,
             notes: nrx,
-            wake: b,
+            wake,
         },
     ))
 }
@@ -288,13 +275,12 @@ pub fn inbox() -> io::Result<(ConnInbox, Inbox)> {
 pub struct Inbox {
     rx: Receiver<ConnMsg>,
     notes: Receiver<ReadingNote>,
-    wake: UnixStream,
+    wake: Wakeup,
 }
 
 impl Inbox {
     fn drain_wake(&self) {
-        let mut buf = [0u8; 64];
-        while matches!((&self.wake).read(&mut buf), Ok(n) if n > 0) {}
+        self.wake.clear();
     }
 }
 
@@ -673,7 +659,7 @@ impl Conn {
             let tcp = ws.get_ref().tcp();
             let mut fds = [
                 PollFd::new(tcp.as_fd(), flags),
-                PollFd::new(inbox.wake.as_fd(), PollFlags::POLLIN),
+                PollFd::new(inbox.wake.fd(), PollFlags::POLLIN),
             ];
             match poll(&mut fds, PollTimeout::from(ms)) {
                 Ok(_) | Err(nix::errno::Errno::EINTR) => {}
