@@ -1,7 +1,9 @@
 //! doc/keepalived-host.md followed step by step inside two hosts of the keepalived
 //! lab by `scripts/host-guide`, which runs the guide's own tagged blocks; each step's
 //! outcome is checked here. h1: the agent installed from the tarball of a static
-//! (musl) dev build of both binaries (`scripts/host-guide package`), started too
+//! (musl) dev build of both binaries (`scripts/host-guide package`), given its own
+//! user as the guide says and run as that user with the unit's three capabilities
+//! (the systemd stand-in applies `User=`, `AmbientCapabilities=`, ...), started too
 //! early (no notify token) and with the FIFO configured before keepalived was reloaded, then set up right: notify events arrive through the notify
 //! script and through the FIFO, the JSON dump is read, and it registers inbound through
 //! its page's API with the PIN from its log. h2: the notify script once for the sync
@@ -73,6 +75,43 @@ impl Guide<'_> {
         self.sh(host, &format!("stat -c '%a %U' {path}"))
             .trim()
             .to_string()
+    }
+
+    /// `Name:\tvalue` lines of the running agent's /proc/<pid>/status, by name.
+    fn agent_proc_status(&self, host: &str) -> Vec<(String, String)> {
+        self.sh(
+            host,
+            "cat /proc/$(cat $HOST_GUIDE_HOSTDIR/journal/vrrp-agent.pid)/status",
+        )
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.to_string(), v.trim().to_string()))
+        .collect()
+    }
+
+    /// The running agent is the unit's user, with the unit's three capabilities and
+    /// no others: effective and ambient exactly those, the bounding set too.
+    fn assert_agent_credentials(&self, host: &str) {
+        let uid = self.sh(host, "id -u vrrp-agent").trim().to_string();
+        let gid = self.sh(host, "id -g vrrp-agent").trim().to_string();
+        assert_ne!(uid, "0", "the guide's vrrp-agent user is root");
+        let status = self.agent_proc_status(host);
+        let field = |name: &str| {
+            status
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("no {name} in the agent's status: {status:?}"))
+        };
+        // Real, effective, saved and file-system ids.
+        let all = |id: &str| [id; 4].join("\t");
+        assert_eq!(field("Uid"), all(&uid), "{host}'s agent is not vrrp-agent");
+        assert_eq!(field("Gid"), all(&gid), "{host}'s agent's group");
+        // CAP_DAC_READ_SEARCH (2), CAP_KILL (5), CAP_SYS_PTRACE (19).
+        for set in ["CapEff", "CapAmb", "CapBnd"] {
+            assert_eq!(field(set), "0000000000080024", "{host}'s agent's {set}");
+        }
+        assert_eq!(field("NoNewPrivs"), "1", "{host}'s agent's NoNewPrivs");
     }
 
     /// The agent's status route; None while it is not answering (just restarted).
@@ -242,6 +281,20 @@ fn the_host_guide_works_as_written() {
     assert_eq!(installed, String::from_utf8_lossy(&built.stdout));
     assert_eq!(g.stat("h1", "/etc/vrrp-agent"), "700 root");
     assert_eq!(g.stat("h1", "/etc/vrrp-agent/config.yaml"), "600 root");
+    // Step 1's user: it owns /etc/vrrp-agent, where the agent writes serverUrl back.
+    // The host's /etc is an overlay: the machine's users stay as they were.
+    let machine_passwd = fs::read_to_string("/etc/passwd").unwrap();
+    g.run(&["step", "h1", "agent-user"]);
+    assert_eq!(g.stat("h1", "/etc/vrrp-agent"), "700 vrrp-agent");
+    assert_eq!(
+        g.stat("h1", "/etc/vrrp-agent/config.yaml"),
+        "600 vrrp-agent"
+    );
+    assert_eq!(
+        fs::read_to_string("/etc/passwd").unwrap(),
+        machine_passwd,
+        "the host's vrrp-agent user leaked onto the machine"
+    );
     assert_eq!(g.stat("h1", "/usr/local/bin/vrrp-agent-notify"), "755 root");
     assert_eq!(
         g.stat("h1", "/etc/systemd/system/vrrp-agent.service"),
@@ -278,14 +331,13 @@ fn the_host_guide_works_as_written() {
         "{k}"
     );
     assert_status(&k, &row("status triggers.endpoint"));
-    let caps = g.sh(
-        "h1",
-        "grep CapBnd /proc/$(cat $HOST_GUIDE_HOSTDIR/journal/vrrp-agent.pid)/status",
-    );
-    // CAP_DAC_READ_SEARCH (2), CAP_KILL (5), CAP_SYS_PTRACE (19).
-    assert!(caps.trim().ends_with("0000000000080024"), "{caps}");
+    g.assert_agent_credentials("h1");
+    // Its StateDirectory, as systemd makes it.
+    assert_eq!(g.stat("h1", "/var/lib/vrrp-agent"), "700 vrrp-agent");
 
-    // --- Step 2: the token file and the unit's environment, root only.
+    // --- Step 2: the token file and the unit's environment, root only (keepalived's
+    // notify script and systemd read them as root; the agent gets the token through
+    // its environment).
     g.run(&["step", "h1", "notify-token"]);
     assert_eq!(g.stat("h1", "/etc/vrrp-agent/notify-token"), "600 root");
     assert_eq!(g.stat("h1", "/etc/vrrp-agent/env"), "600 root");
@@ -304,6 +356,10 @@ fn the_host_guide_works_as_written() {
     // reloaded with it.
     g.run(&["keepalived-conf", "h1"]);
     g.run(&["agent-config", "h1", "agent-fifo"]);
+    assert_eq!(
+        g.stat("h1", "/etc/vrrp-agent/config.yaml"),
+        "600 vrrp-agent"
+    );
     g.sh("h1", "systemctl restart vrrp-agent");
     let fifo_row = row("Notify FIFO");
     wait_logged(
@@ -388,6 +444,15 @@ fn the_host_guide_works_as_written() {
     assert!(g
         .sh("h1", "cat /etc/vrrp-agent/config.yaml")
         .contains(&format!("serverUrl: {}", server.url())));
+    // Written by the agent, as its user: the config through a file beside it.
+    assert_eq!(
+        g.stat("h1", "/etc/vrrp-agent/config.yaml"),
+        "600 vrrp-agent"
+    );
+    assert_eq!(
+        g.stat("h1", "/var/lib/vrrp-agent/identity.json"),
+        "600 vrrp-agent"
+    );
     wait_for("h1's reading on the server", 20, || {
         server
             .get(&admin, "/api/v1/keepalived/states")
@@ -399,16 +464,23 @@ fn the_host_guide_works_as_written() {
 
     // --- h2: steps 1 to 3 with TLS; mistake: started while keepalived is stopped.
     g.run(&["prepare", "h2"]);
-    for step in ["install", "notify-token"] {
+    for step in ["install", "agent-user", "notify-token"] {
         g.run(&["step", "h2", step]);
     }
+    assert_eq!(g.stat("h2", "/etc/vrrp-agent"), "700 vrrp-agent");
     g.run(&["keepalived-conf", "h2", "sync-group"]);
     g.run(&["agent-config", "h2", "agent-fifo"]);
     g.run(&["step", "h2", "tls-cert"]);
-    assert_eq!(g.stat("h2", "/etc/vrrp-agent/tls/key.pem"), "600 root");
+    // The agent's own key: it reads it as its user.
+    assert_eq!(g.stat("h2", "/etc/vrrp-agent/tls"), "700 vrrp-agent");
+    assert_eq!(
+        g.stat("h2", "/etc/vrrp-agent/tls/key.pem"),
+        "600 vrrp-agent"
+    );
     g.run(&["agent-config", "h2", "agent-tls"]);
     g.run(&["step", "h2", "start"]);
     wait_logged(&g, "h2", "Found keepalived");
+    g.assert_agent_credentials("h2");
     // The notify script of the sync group: one call for the group.
     lab.run(&["fault", "h2", "script"]);
     wait_logged(&g, "h2", "notify endpoint: GROUP SG_1 FAULT");
