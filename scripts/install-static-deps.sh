@@ -3,7 +3,9 @@
 # targets x86_64-unknown-linux-musl and aarch64-unknown-linux-musl (rustup), Zig as
 # the C compiler and linker for both targets (the `ziglang` wheel from PyPI, in a
 # virtual environment of its own), and cargo-zigbuild (crates.io), which drives
-# cargo with Zig for the C parts: the bundled SQLite, ring and jemalloc.
+# cargo with Zig for the C parts: the bundled SQLite, ring and jemalloc; and
+# cargo-deb and cargo-generate-rpm (crates.io), with which scripts/package makes
+# the .deb and .rpm packages from those static binaries.
 # Versions are pinned here. Idempotent; run by scripts/install-test-deps.sh, and by
 # scripts/lib/static-build before each build.
 #
@@ -14,6 +16,8 @@ set -euo pipefail
 
 ZIGLANG_VERSION=0.17.1
 ZIGBUILD_VERSION=0.24.1
+CARGO_DEB_VERSION=3.8.0
+GENERATE_RPM_VERSION=0.21.1
 targets=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl)
 
 zig_home() {
@@ -52,4 +56,15 @@ fi
 if ! cargo install --list | grep -qx "cargo-zigbuild v$ZIGBUILD_VERSION:"; then
   echo "Installing cargo-zigbuild $ZIGBUILD_VERSION (crates.io)..."
   cargo install --locked --quiet cargo-zigbuild --version "$ZIGBUILD_VERSION"
+fi
+
+# The packagers of scripts/package.
+installed_tools=$(cargo install --list)
+if ! grep -qx "cargo-deb v$CARGO_DEB_VERSION:" <<<"$installed_tools"; then
+  echo "Installing cargo-deb $CARGO_DEB_VERSION (crates.io)..."
+  cargo install --locked --quiet cargo-deb --version "$CARGO_DEB_VERSION"
+fi
+if ! grep -qx "cargo-generate-rpm v$GENERATE_RPM_VERSION:" <<<"$installed_tools"; then
+  echo "Installing cargo-generate-rpm $GENERATE_RPM_VERSION (crates.io)..."
+  cargo install --locked --quiet cargo-generate-rpm --version "$GENERATE_RPM_VERSION"
 fi

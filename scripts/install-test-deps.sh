@@ -5,8 +5,10 @@
 # chromium-driver for the dashboard's browser tests (tests/browser), prometheus
 # (with promtool) for the metrics tests, binutils and systemd for the tarball test,
 # debootstrap, file and qemu-user-static for the static tarballs' tests (a Debian 11
-# root, the aarch64 binaries); schemathesis and openapi-spec-validator (PyPI, in
-# target/contract-venv) for the OpenAPI contract tests; then, through
+# root, the aarch64 binaries); lintian, rpmlint and rpm for the packages' tests;
+# schemathesis and openapi-spec-validator (PyPI, in
+# target/contract-venv) for the OpenAPI contract tests; ansible-core and
+# ansible-lint (PyPI, in target/ansible-venv) for the Ansible roles' test; then, through
 # scripts/install-static-deps.sh, the musl targets, Zig and cargo-zigbuild for the
 # static builds.
 # Run by scripts/test.sh and by .ci/run before anything is compiled.
@@ -28,6 +30,11 @@ command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
 command -v file >/dev/null 2>&1 || missing+=(file)
 command -v qemu-aarch64-static >/dev/null 2>&1 || missing+=(qemu-user-static)
+# The packages' tests (tests/server/packages.rs): the .debs' and .rpms' linters, and
+# rpm to install the .rpms into an empty root.
+command -v lintian >/dev/null 2>&1 || missing+=(lintian)
+command -v rpmlint >/dev/null 2>&1 || missing+=(rpmlint)
+command -v rpm >/dev/null 2>&1 || missing+=(rpm)
 # scripts/demo's dashboard forwarder.
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
@@ -64,6 +71,20 @@ if ! "$venv/bin/python" -c 'import schemathesis, openapi_spec_validator' >/dev/n
   mkdir -p "$root/target"
   python3 -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "${contract_pins[@]}"
+fi
+
+# The Ansible roles' lab test (agent/tests/e2e/lab_ansible.rs): ansible-core and
+# ansible-lint from PyPI, pinned (the test names the same pins), in a venv of their
+# own under target/ (python3's venv and pip as for the contract tier).
+ansible_venv="$root/target/ansible-venv"
+ansible_pins=(ansible-core==2.19.14 ansible-lint==26.10.1)
+ansible_have=$'\n'$("$ansible_venv/bin/python" -m pip freeze 2>/dev/null || true)$'\n'
+if [[ $ansible_have != *$'\n'"${ansible_pins[0]}"$'\n'* || $ansible_have != *$'\n'"${ansible_pins[1]}"$'\n'* ]]; then
+  echo "Installing ${ansible_pins[*]} into $ansible_venv..."
+  rm -rf "$ansible_venv"
+  mkdir -p "$root/target"
+  python3 -m venv "$ansible_venv"
+  "$ansible_venv/bin/python" -m pip install --quiet --disable-pip-version-check "${ansible_pins[@]}"
 fi
 
 # The static (musl) builds: scripts/package, scripts/demo, scripts/host-guide.

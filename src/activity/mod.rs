@@ -20,8 +20,8 @@ use crate::clock::iso;
 use crate::db::{Db, DbError};
 use chrono::{DateTime, Utc};
 use rusqlite::params;
-use serde_json::{Map, Value};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use vrrp_protocol::{ActivityEvent, ActivityLevel};
 
 /// What one entry of an agent's batch turned out to be.

@@ -25,6 +25,7 @@ mod oidc;
 mod outbound;
 mod outbound_load;
 mod package;
+mod packages;
 mod provisioning;
 mod roles;
 mod settings;

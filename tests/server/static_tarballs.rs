@@ -141,10 +141,24 @@ fn every_shipped_binary_is_static_and_the_sums_cover_both_tarballs() {
 }
 
 /// The Debian 11 root, made once (about a minute, ~215 MB) and then reused.
-fn bullseye_root() -> PathBuf {
-    let root = std::env::var_os("VRRP_BULLSEYE_ROOT")
+pub fn bullseye_root() -> PathBuf {
+    debian_root("bullseye", "VRRP_BULLSEYE_ROOT")
+}
+
+/// The Debian 12 root (packages.rs), made and kept the same way (~205 MB).
+pub fn bookworm_root() -> PathBuf {
+    debian_root("bookworm", "VRRP_BOOKWORM_ROOT")
+}
+
+/// `debootstrap --variant=minbase SUITE` into /var/cache/vrrp-monitor/SUITE (or `$env`),
+/// once: the tests that share a root (this file's and packages.rs) wait for one
+/// another instead of both writing its `.partial` folder.
+fn debian_root(suite: &str, env: &str) -> PathBuf {
+    static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = MAKING.lock().unwrap_or_else(|e| e.into_inner());
+    let root = std::env::var_os(env)
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/vrrp-monitor/bullseye"));
+        .unwrap_or_else(|| PathBuf::from(format!("/var/cache/vrrp-monitor/{suite}")));
     if root.join("etc/debian_version").is_file() {
         return root;
     }
@@ -152,7 +166,7 @@ fn bullseye_root() -> PathBuf {
     let _ = std::fs::remove_dir_all(&partial);
     std::fs::create_dir_all(partial.parent().unwrap()).unwrap();
     run(Command::new("debootstrap")
-        .args(["--variant=minbase", "bullseye"])
+        .args(["--variant=minbase", suite])
         .arg(&partial)
         .arg("http://deb.debian.org/debian"));
     std::fs::rename(&partial, &root).unwrap();
