@@ -37,5 +37,8 @@ for n in "${sizes[@]}"; do
   echo "server warnings: $(grep -c 'WARN' "$data"/server*.log | awk -F: '{s+=$NF} END {print s+0}')"
   echo "server errors:   $(grep -c 'ERROR' "$data"/server*.log | awk -F: '{s+=$NF} END {print s+0}')"
   grep -h 'ERROR' "$data"/server*.log | sort | uniq -c | sort -rn | head -3 || true
+  # What the warnings said (times and ids cut, so like ones count together).
+  grep -h 'WARN' "$data"/server*.log | sed -E 's/^[^ ]+ +//; s/[0-9a-f-]{36}/<id>/g; s/[0-9]+/N/g' |
+    sort | uniq -c | sort -rn | head -3 || true
   )
 done

@@ -122,6 +122,17 @@ pub(crate) fn rss_kib(pid: &str) -> Option<u64> {
         .ok()
 }
 
+/// CPU time the process has used so far (user + system), from `/proc/PID/stat`
+/// (in USER_HZ ticks, 100 a second on Linux).
+pub(crate) fn cpu_time(pid: &str) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (which may hold spaces): utime and stime are the
+    // 12th and 13th fields.
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
 pub(crate) fn threads(pid: &str) -> Option<usize> {
     Some(std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.count())
 }
@@ -322,7 +333,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     );
     // Measure a steady window: forget what the ramp-up produced.
     std::thread::sleep(Duration::from_secs(2));
+    let cpu_before = server_pid.as_deref().and_then(cpu_time);
     let (sent, stored, lat) = steady_window(&shared, &latencies, seconds);
+    let cpu_after = server_pid.as_deref().and_then(cpu_time);
     let (during, threads_during, fds_during) = server_figures(server_pid.as_deref());
     let health = fleet::HealthProbe::start(&addr, Duration::from_millis(100));
     // The cluster list while every agent is connected and reporting.
@@ -347,6 +360,18 @@ pub fn run(args: &[String]) -> Result<(), String> {
     println!("readings stored per second:   {stored:.0} (seen by the dashboard)");
     println!("reading -> dashboard p50:     {:.1} ms", pct(&lat, 0.5));
     println!("reading -> dashboard p99:     {:.1} ms", pct(&lat, 0.99));
+    if let (Some(b), Some(a)) = (cpu_before, cpu_after) {
+        // The server's whole CPU over the window (every thread: sockets,
+        // parsing, storing, evaluating, the feeds) per reading stored.
+        let readings = stored * seconds as f64;
+        if readings > 0.0 {
+            println!(
+                "server CPU per reading:       {:.1} µs ({:.0} ms of CPU over {seconds} s)",
+                (a - b).as_secs_f64() * 1e6 / readings,
+                (a - b).as_secs_f64() * 1e3
+            );
+        }
+    }
     if let (Some(b), Some(d)) = (before, during) {
         println!(
             "server resident memory:       {:.1} MiB before, {:.1} MiB with the agents",

@@ -4,33 +4,34 @@
 //! messages. One mechanism for both binaries' socket threads (the server's
 //! WebSocket threads, the agent's connection thread).
 //!
-//! A non-blocking socket pair: a wake is one byte written, never blocking (a
-//! full buffer already means "wake up"); the descriptors close on exec.
+//! An eventfd: one descriptor per sleeper (a socket pair took two, and every
+//! agent connection holds one), a wake never blocks (non-blocking; a counter
+//! at its limit already means "wake up"), and it closes on exec.
 
-use std::io::{self, Read, Write};
+use nix::sys::eventfd::{EfdFlags, EventFd};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::net::UnixStream;
 use std::sync::Arc;
 
 /// The waking side; clones wake the same sleeper.
 #[derive(Debug, Clone)]
-pub struct Waker(Arc<UnixStream>);
+pub struct Waker(Arc<EventFd>);
 
 /// The sleeping side: its descriptor turns readable on a wake.
 #[derive(Debug)]
-pub struct Wakeup(UnixStream);
+pub struct Wakeup(Arc<EventFd>);
 
 /// A new waker and the wake-up it wakes.
 pub fn pair() -> io::Result<(Waker, Wakeup)> {
-    let (a, b) = UnixStream::pair()?;
-    a.set_nonblocking(true)?;
-    b.set_nonblocking(true)?;
-    Ok((Waker(Arc::new(a)), Wakeup(b)))
+    let fd = Arc::new(EventFd::from_flags(
+        EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC,
+    )?);
+    Ok((Waker(fd.clone()), Wakeup(fd)))
 }
 
 impl Waker {
     pub fn wake(&self) {
-        let _ = (&*self.0).write(&[1]);
+        let _ = self.0.write(1);
     }
 }
 
@@ -43,8 +44,7 @@ impl Wakeup {
     /// Takes every wake so far: call before taking the messages, so that one
     /// queued after this wakes the next poll.
     pub fn clear(&self) {
-        let mut buf = [0u8; 256];
-        while matches!((&self.0).read(&mut buf), Ok(n) if n > 0) {}
+        let _ = self.0.read();
     }
 }
 
@@ -52,10 +52,9 @@ impl Wakeup {
 mod tests {
     use super::*;
 
-    /// Whether a wake is waiting (takes at most one byte of it).
+    /// Whether a wake is waiting (and takes them all: an eventfd reads whole).
     fn readable(w: &Wakeup) -> bool {
-        let mut buf = [0u8; 1];
-        matches!((&w.0).read(&mut buf), Ok(1))
+        w.0.read().is_ok()
     }
 
     #[test]
@@ -66,10 +65,11 @@ mod tests {
         waker.wake();
         other.wake();
         other.wake();
-        assert!(readable(&wakeup));
         wakeup.clear();
         assert!(!readable(&wakeup), "cleared, every wake at once");
-        // Far more wakes than the buffer holds: none blocks.
+        waker.wake();
+        assert!(readable(&wakeup));
+        // Many wakes: none blocks.
         for _ in 0..1_000_000 {
             waker.wake();
         }

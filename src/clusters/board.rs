@@ -17,14 +17,60 @@
 use super::Cluster;
 use parking_lot::{Condvar, Mutex, RwLock};
 use serde::{Serialize, Serializer};
-use std::sync::Arc;
+use serde_json::value::RawValue;
+use std::sync::{Arc, OnceLock};
+
+/// A published cluster and its JSON, written once, by the first reader that
+/// needs it (the list route, the feed): a cluster unchanged between
+/// publications is not written again, and a list of 2,500 is mostly copied.
+#[derive(Debug)]
+pub struct Shown {
+    pub cluster: Cluster,
+    json: OnceLock<Box<RawValue>>,
+}
+
+impl Shown {
+    pub fn new(cluster: Cluster) -> Shown {
+        Shown {
+            cluster,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The cluster as the API writes it.
+    pub fn json(&self) -> &RawValue {
+        self.json.get_or_init(|| {
+            serde_json::value::to_raw_value(&self.cluster)
+                .unwrap_or_else(|_| RawValue::NULL.to_owned())
+        })
+    }
+}
+
+impl std::ops::Deref for Shown {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        &self.cluster
+    }
+}
+
+impl PartialEq for Shown {
+    fn eq(&self, other: &Shown) -> bool {
+        self.cluster == other.cluster
+    }
+}
+
+impl Serialize for Shown {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json().serialize(s)
+    }
+}
 
 /// One published cluster list, in the API's order (attention first).
 #[derive(Debug, Default)]
 pub struct Snapshot {
     /// Counts publications: a newer snapshot has a greater one.
     pub version: u64,
-    pub clusters: Vec<Arc<Cluster>>,
+    pub clusters: Vec<Arc<Shown>>,
 }
 
 impl Serialize for Snapshot {
@@ -64,8 +110,8 @@ impl Board {
     }
 
     /// Publishes a list (sorted here into the API's order) and wakes the feed.
-    pub fn publish(&self, mut clusters: Vec<Arc<Cluster>>) {
-        clusters.sort_by(|a, b| Cluster::attention_order(&&**a, &&**b));
+    pub fn publish(&self, mut clusters: Vec<Arc<Shown>>) {
+        clusters.sort_by(|a, b| Cluster::attention_order(&&a.cluster, &&b.cluster));
         let mut current = self.current.write();
         *current = Arc::new(Snapshot {
             version: current.version + 1,

@@ -11,8 +11,7 @@
 //! message, so a connected dashboard misses none: it reconnects and starts
 //! from a whole list again.
 
-use super::board::Board;
-use super::Cluster;
+use super::board::{Board, Shown};
 use crate::lifecycle::Shutdown;
 use crate::live::{envelope_of, Hub};
 use parking_lot::Mutex;
@@ -25,10 +24,24 @@ use vrrp_protocol::kind;
 /// Changes within this window go out as one message.
 pub const CLUSTERS_COALESCE: Duration = Duration::from_millis(250);
 
-/// The wait before the next message, after one that took `spent` to make:
-/// the feed takes at most a tenth of a core however large the list.
-pub fn window_after(spent: Duration) -> Duration {
-    CLUSTERS_COALESCE.max(spent * 9)
+/// What a dashboard is sent of cluster changes at most, on average: when a
+/// fleet reconnects every cluster changes several times over, and a message of
+/// thousands of whole clusters every 250 ms would crowd out the readings on a
+/// dashboard's socket (the hub drops a socket that falls behind). Waiting
+/// longer after a large message lets the changes meanwhile go out as one.
+pub const BYTES_PER_SECOND: usize = 2 * 1024 * 1024;
+
+/// A message holds at most about this many bytes of clusters; more changes go
+/// out as several messages, one `seq` each: a socket's write buffer (4 MiB)
+/// must always take a whole message.
+pub const MESSAGE_BYTES: usize = 512 * 1024;
+
+/// The wait before the next message, after one of `bytes` that took `spent`
+/// to make: the feed takes at most a tenth of a core however large the list,
+/// and sends at most [`BYTES_PER_SECOND`] on average.
+pub fn window_after(spent: Duration, bytes: usize) -> Duration {
+    let sending = Duration::from_secs_f64(bytes as f64 / BYTES_PER_SECOND as f64);
+    CLUSTERS_COALESCE.max(spent * 9).max(sending)
 }
 
 /// A CLUSTERS_UPDATE payload.
@@ -38,7 +51,7 @@ pub struct ClustersUpdate<'a> {
     /// The whole list (on connect): a dashboard replaces what it holds.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub full: bool,
-    pub changed: Vec<&'a Cluster>,
+    pub changed: Vec<&'a Shown>,
     pub removed: Vec<&'a str>,
 }
 
@@ -47,16 +60,13 @@ pub struct ClustersUpdate<'a> {
 struct Told {
     seq: u64,
     /// In the API's order.
-    list: Vec<Arc<Cluster>>,
+    list: Vec<Arc<Shown>>,
 }
 
 /// The changes from `before` to `now`: changed (or new) clusters and the keys
 /// of removed ones. Pure.
-pub fn diff<'a>(
-    before: &'a [Arc<Cluster>],
-    now: &'a [Arc<Cluster>],
-) -> (Vec<&'a Cluster>, Vec<&'a str>) {
-    let old: HashMap<&str, &Arc<Cluster>> = before.iter().map(|c| (c.key.as_str(), c)).collect();
+pub fn diff<'a>(before: &'a [Arc<Shown>], now: &'a [Arc<Shown>]) -> (Vec<&'a Shown>, Vec<&'a str>) {
+    let old: HashMap<&str, &Arc<Shown>> = before.iter().map(|c| (c.key.as_str(), c)).collect();
     let changed = now
         .iter()
         .filter(|c| {
@@ -72,6 +82,29 @@ pub fn diff<'a>(
         .filter(|k| !present.contains(k))
         .collect();
     (changed, removed)
+}
+
+/// The changed clusters in parts of at most about `most` bytes of JSON each
+/// (a larger cluster is a part of its own), each with whether it is the last.
+fn parts(changed: Vec<&Shown>, most: usize) -> Vec<(Vec<&Shown>, bool)> {
+    let mut out: Vec<Vec<&Shown>> = Vec::new();
+    let mut size = 0;
+    for c in changed {
+        let len = c.json().get().len();
+        match out.last_mut() {
+            Some(part) if size + len <= most => part.push(c),
+            _ => {
+                out.push(vec![c]);
+                size = 0;
+            }
+        }
+        size += len;
+    }
+    let n = out.len();
+    out.into_iter()
+        .enumerate()
+        .map(|(i, p)| (p, i + 1 == n))
+        .collect()
 }
 
 /// The feed: what it told, and where it tells it.
@@ -104,16 +137,18 @@ impl ClustersFeed {
         )
     }
 
-    /// Tells the dashboards what changed since the last message, if anything.
-    /// Under the lock, so that [`ClustersFeed::whole`] and the messages agree
-    /// on `seq`.
-    pub fn tell(&self) {
+    /// Tells the dashboards what changed since the last message, if anything;
+    /// returns the message's size. Under the lock, so that
+    /// [`ClustersFeed::whole`] and the messages agree on `seq`.
+    pub fn tell(&self) -> usize {
         let latest = self.board.latest();
         let mut told = self.told.lock();
         let (changed, removed) = diff(&told.list, &latest.clusters);
-        if !changed.is_empty() || !removed.is_empty() {
-            let seq = told.seq + 1;
-            self.hub.broadcast(envelope_of(
+        let mut seq = told.seq;
+        let mut bytes = 0;
+        let mut send = |changed: Vec<&Shown>, removed: Vec<&str>| {
+            seq += 1;
+            let text = envelope_of(
                 kind::CLUSTERS_UPDATE,
                 &ClustersUpdate {
                     seq,
@@ -121,12 +156,26 @@ impl ClustersFeed {
                     changed,
                     removed,
                 },
-            ));
-            told.seq = seq;
+            );
+            bytes += text.len();
+            self.hub.broadcast(text);
+        };
+        let split = parts(changed, MESSAGE_BYTES);
+        if split.is_empty() && !removed.is_empty() {
+            send(Vec::new(), removed);
+        } else {
+            // The removed keys with the last part: few, and small.
+            let mut removed = Some(removed);
+            for (part, last) in split {
+                let gone = if last { removed.take() } else { None };
+                send(part, gone.unwrap_or_default());
+            }
         }
+        told.seq = seq;
         // The newest copies, counter changes included: a dashboard connecting
         // later gets them with the whole list.
         told.list = latest.clusters.clone();
+        bytes
     }
 }
 
@@ -142,8 +191,8 @@ pub fn spawn(feed: Arc<ClustersFeed>, shutdown: Shutdown) -> std::io::Result<()>
                 }
                 std::thread::sleep(window);
                 let started = Instant::now();
-                feed.tell();
-                window = window_after(started.elapsed());
+                let bytes = feed.tell();
+                window = window_after(started.elapsed(), bytes);
             }
         })?;
     Ok(())
@@ -173,8 +222,51 @@ mod tests {
         }
     }
 
-    fn list(hosts: &[HostView]) -> Vec<Arc<Cluster>> {
-        group(hosts).into_iter().map(Arc::new).collect()
+    fn list(hosts: &[HostView]) -> Vec<Arc<Shown>> {
+        group(hosts)
+            .into_iter()
+            .map(|c| Arc::new(Shown::new(c)))
+            .collect()
+    }
+
+    #[test]
+    fn many_changes_go_out_in_parts_each_under_the_bound() {
+        // Names and VRIDs of one length: every cluster's JSON is as long.
+        let hosts: Vec<HostView> = (10..50)
+            .map(|i| {
+                let mut h = host(&format!("h{i}"), "MASTER", 0, "t1");
+                h.instances[0].vrid = Some(i);
+                h
+            })
+            .collect();
+        let all = list(&hosts);
+        assert_eq!(all.len(), 40);
+        let one = all[0].json().get().len();
+        let shown: Vec<&Shown> = all.iter().map(|c| &**c).collect();
+        let split = parts(shown.clone(), one * 10);
+        assert_eq!(split.len(), 4, "ten clusters a part");
+        assert!(split.iter().all(|(p, _)| p.len() == 10));
+        assert_eq!(
+            split.iter().filter(|(_, last)| *last).count(),
+            1,
+            "one last part"
+        );
+        assert!(split[3].1);
+        // A bound below one cluster: each on its own, none lost.
+        assert_eq!(parts(shown.clone(), 1).len(), 40);
+        assert!(parts(Vec::new(), 10).is_empty());
+    }
+
+    #[test]
+    fn a_large_message_or_a_slow_diff_widens_the_window() {
+        let ms = Duration::from_millis;
+        assert_eq!(window_after(ms(1), 10_000), CLUSTERS_COALESCE);
+        assert_eq!(window_after(ms(100), 0), ms(900), "a tenth of a core");
+        assert_eq!(
+            window_after(ms(1), 4 * BYTES_PER_SECOND),
+            Duration::from_secs(4),
+            "8 MiB at 2 MiB a second"
+        );
     }
 
     #[test]
@@ -193,8 +285,9 @@ mod tests {
         assert!(removed.is_empty());
         // A cluster gone is a removed key; a new one is a change.
         let other = list(&[host("c", "MASTER", 0, "t4")]);
-        let mut other_key = other[0].clone();
-        Arc::make_mut(&mut other_key).key = "|52|192.0.2.0/24".into();
+        let mut moved = other[0].cluster.clone();
+        moved.key = "|52|192.0.2.0/24".into();
+        let other_key = Arc::new(Shown::new(moved));
         let (changed, removed) = diff(&failover, std::slice::from_ref(&other_key));
         assert_eq!(changed, vec![&*other_key]);
         assert_eq!(removed, vec![failover[0].key.as_str()]);

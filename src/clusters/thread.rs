@@ -18,7 +18,7 @@ use crate::agents::session::AgentObserver;
 use crate::agents::AgentRegistry;
 use crate::clock::iso;
 use crate::clock::SharedClock;
-use crate::clusters::board::Board;
+use crate::clusters::board::{Board, Shown};
 use crate::clusters::confirm::{Confirmed, Evaluator};
 use crate::clusters::history::{self, Book};
 use crate::clusters::{group, patch_member, rejudge, signature, Cluster, HostView};
@@ -182,7 +182,7 @@ struct Runner {
     touched: HashSet<usize>,
     /// `grouped` as last published (same indexes), each cluster shared with
     /// the board's snapshot until it changes.
-    published: Vec<Arc<Cluster>>,
+    published: Vec<Arc<Shown>>,
     /// Indexes in `grouped` patched since the last publication; every one
     /// after a regrouping.
     unpublished: HashSet<usize>,
@@ -485,11 +485,15 @@ impl Runner {
     /// only the clusters patched since then are copied.
     fn publish(&mut self) {
         if std::mem::take(&mut self.publish_all) {
-            self.published = self.grouped.iter().cloned().map(Arc::new).collect();
+            self.published = self
+                .grouped
+                .iter()
+                .map(|c| Arc::new(Shown::new(c.clone())))
+                .collect();
         } else if !self.unpublished.is_empty() {
             for &i in &self.unpublished {
                 if let (Some(slot), Some(c)) = (self.published.get_mut(i), self.grouped.get(i)) {
-                    *slot = Arc::new(c.clone());
+                    *slot = Arc::new(Shown::new(c.clone()));
                 }
             }
         } else {
