@@ -36,10 +36,7 @@ pub struct ClientRecord {
 impl ClientRecord {
     /// Display name, else hostname: how events name the host.
     pub fn name(&self) -> &str {
-        self.display_name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .unwrap_or(&self.hostname)
+        name_of(self.display_name.as_deref(), &self.hostname)
     }
 
     /// The API's Client, with live status from the agent registry: its
@@ -95,11 +92,13 @@ pub struct ClientView {
 impl ClientView {
     /// Display name, else hostname (as [`ClientRecord::name`]).
     pub fn name(&self) -> &str {
-        self.display_name
-            .as_deref()
-            .filter(|n| !n.is_empty())
-            .unwrap_or(&self.hostname)
+        name_of(self.display_name.as_deref(), &self.hostname)
     }
+}
+
+/// The one name rule of a client: its display name unless empty, else its hostname.
+fn name_of<'a>(display_name: Option<&'a str>, hostname: &'a str) -> &'a str {
+    display_name.filter(|n| !n.is_empty()).unwrap_or(hostname)
 }
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<ClientRecord> {

@@ -68,8 +68,6 @@ impl Serialize for Shown {
 /// One published cluster list, in the API's order (attention first).
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// Counts publications: a newer snapshot has a greater one.
-    pub version: u64,
     pub clusters: Vec<Arc<Shown>>,
 }
 
@@ -112,12 +110,7 @@ impl Board {
     /// Publishes a list (sorted here into the API's order) and wakes the feed.
     pub fn publish(&self, mut clusters: Vec<Arc<Shown>>) {
         clusters.sort_by(|a, b| Cluster::attention_order(&&a.cluster, &&b.cluster));
-        let mut current = self.current.write();
-        *current = Arc::new(Snapshot {
-            version: current.version + 1,
-            clusters,
-        });
-        drop(current);
+        *self.current.write() = Arc::new(Snapshot { clusters });
         let _ = self.published.try_send(());
     }
 
