@@ -5,11 +5,10 @@
 //! - A panic inside [`contain_panics`] (one request, later one WebSocket session)
 //!   is logged and answered there. Any other panic is an uncaught fatal error:
 //!   logged at fatal level, and the process exits with code 1 after 250 ms.
-//! - Except in threads we did not create: a library's threads (tiny_http's accept
-//!   and connection threads) are judged by the observer registered with
-//!   [`on_foreign_panic`], which may let that thread end alone. tiny_http's accept
-//!   thread panics when the process runs out of descriptors between an `accept`
-//!   and the `try_clone` of that socket; the HTTP layer starts a new one.
+//! - Except in threads we did not create: a library's threads (tiny_http's accept,
+//!   connection and reaper threads) are judged by the observer registered with
+//!   [`on_foreign_panic`], which may let that thread's step end alone (tiny_http
+//!   catches the unwind: that connection ends, accepting goes on).
 
 use crossbeam_channel::{bounded, Receiver, Sender};
 use std::cell::Cell;

@@ -22,7 +22,7 @@ pub use state::App;
 use std::net::TcpListener;
 use std::sync::Arc;
 pub use transport::server::HttpServer;
-use transport::{conns::ConnTracker, ws};
+use transport::ws;
 
 /// Starts the HTTP server on `listener`: every request goes to [`serve`].
 pub fn start(
@@ -30,21 +30,18 @@ pub fn start(
     listener: TcpListener,
     shutdown: Shutdown,
 ) -> std::io::Result<HttpServer> {
-    transport::server::start(listener, shutdown, move |rq, tracker| {
-        serve(&app, tracker, rq)
-    })
+    transport::server::start(listener, shutdown, move |rq| serve(&app, rq))
 }
 
-fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request) {
+fn serve(app: &Arc<App>, mut rq: tiny_http::Request) {
     // A WebSocket keeps its own thread for the life of the socket.
     if *rq.method() == tiny_http::Method::Get && ws::is_upgrade(&rq) {
         match rq.url().split('?').next() {
             Some("/ws/agent") => {
                 // The upgrade path runs on this worker too: a panic in it costs
                 // this socket, never the worker (or the process).
-                let (app, tracker) = (app.clone(), tracker.clone());
-                if lifecycle::contain_panics(|| sessions::agent::start(app, tracker, rq)).is_none()
-                {
+                let app = app.clone();
+                if lifecycle::contain_panics(|| sessions::agent::start(app, rq)).is_none() {
                     log::error!("An agent socket's upgrade panicked");
                 }
                 return;
@@ -59,10 +56,8 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
                     }
                     return;
                 }
-                let (app, tracker) = (app.clone(), tracker.clone());
-                if lifecycle::contain_panics(|| sessions::dashboard::start(app, tracker, rq))
-                    .is_none()
-                {
+                let app = app.clone();
+                if lifecycle::contain_panics(|| sessions::dashboard::start(app, rq)).is_none() {
                     log::error!("A dashboard socket's upgrade panicked");
                 }
                 return;
@@ -84,8 +79,6 @@ fn serve(app: &Arc<App>, tracker: &Arc<ConnTracker>, mut rq: tiny_http::Request)
         }
         return;
     }
-    let peer = rq.remote_addr().copied();
-    let _busy = peer.map(|p| tracker.busy(p));
     let resp = match lifecycle::contain_panics(|| handle(app, &mut rq)) {
         Some(Some(resp)) => resp,
         Some(None) => return,

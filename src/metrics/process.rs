@@ -1,10 +1,14 @@
 //! The server's own process facts for the `process_*` series, read from
-//! `/proc/self` (Linux only; on any read error the series are left out).
+//! `/proc/self` (Linux only; on any read error the series are left out). The
+//! count of open descriptors comes from the caller (the HTTP server counts
+//! them for its own limits).
 
 use super::ProcessFacts;
 
-/// RSS, threads and open descriptors now; `None` if `/proc` cannot be read.
-pub fn read() -> Option<ProcessFacts> {
+/// RSS, threads and open descriptors now; `None` if `/proc` cannot be read
+/// or `open_fds` is unknown.
+pub fn read(open_fds: Option<u64>) -> Option<ProcessFacts> {
+    let open_fds = open_fds?;
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let field = |name: &str| -> Option<u64> {
         status
@@ -15,7 +19,6 @@ pub fn read() -> Option<ProcessFacts> {
             .parse()
             .ok()
     };
-    let open_fds = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
     let max_fds = std::fs::read_to_string("/proc/self/limits")
         .ok()
         .and_then(|t| {

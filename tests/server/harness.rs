@@ -137,9 +137,9 @@ impl Launch {
         }
         let loaded = config::load(&env).expect("config");
         // A server stopped in this process a moment ago may still hold its port:
-        // tiny_http's accept threads close their clones of the listen socket
-        // after shutdown, not before `stop_in_process` returns (ARCHITECTURE.md,
-        // http-listen). Wait for that, up to 10 s, instead of failing at once.
+        // tiny_http's accept thread closes the listen socket after shutdown, not
+        // before `stop_in_process` returns. Wait for that, up to 10 s, instead
+        // of failing at once.
         let deadline = Instant::now() + Duration::from_secs(10);
         let listener = loop {
             match TcpListener::bind(("127.0.0.1", self.port)) {

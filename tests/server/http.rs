@@ -83,7 +83,7 @@ fn an_oversized_body_is_refused() {
 #[test]
 fn threads_are_named_after_their_job() {
     let server = Server::start();
-    // The reaper names tiny_http's threads on its tick.
+    // tiny_http names its threads for the kernel as it starts them.
     let deadline = Instant::now() + Duration::from_secs(5);
     while !server.thread_names().iter().any(|n| n == "http-conn") {
         assert!(Instant::now() < deadline, "{:?}", server.thread_names());

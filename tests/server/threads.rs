@@ -174,9 +174,9 @@ fn every_thread_of_a_busy_server_is_in_the_thread_map() {
     assert!(text.contains(counted), "{text}");
 }
 
-/// tiny_http parks one of its threads per upgraded socket until that socket
-/// ends. The server takes each WebSocket away from it at the upgrade
-/// (`http::transport::sockets::detach`), so a fleet's sockets cost one thread each, not
+/// Upstream tiny_http parks one of its threads per upgraded socket until that
+/// socket ends. Our copy hands each WebSocket over at the upgrade
+/// (`Request::upgrade_detached`), so a fleet's sockets cost one thread each, not
 /// two; and the sockets still work both ways afterwards.
 #[test]
 fn an_open_websocket_holds_no_http_thread() {
@@ -186,7 +186,7 @@ fn an_open_websocket_holds_no_http_thread() {
     let mut dashboards: Vec<_> = (0..24).map(|_| server.dashboard(&admin)).collect();
     let mut agent_ws = server.connect_agent(&agent);
     // tiny_http's own threads: its accept thread and the connection threads it
-    // spawned (named `http-conn` by the reaper). Its pool keeps four idle and
+    // spawned (`http-conn`). Its pool keeps four idle and
     // lets the others go after 5 s.
     let tiny_http_threads = || {
         server

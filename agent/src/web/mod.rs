@@ -112,15 +112,19 @@ pub fn start(
     };
     let listener = std::net::TcpListener::bind(addr)
         .map_err(|e| StartError::Listen(format!("cannot listen on {addr}: {e}")))?;
-    // The same deadlines as the server's (tiny_http patched, see
+    // The same limits as the server's, kept by tiny_http itself (patched, see
     // vendor/tiny_http/VENDORED.md): a request head within HEADER_TIMEOUT of
-    // its first byte, and no read, an idle keep-alive wait or a stalled body,
-    // blocks longer than IDLE_TIMEOUT.
+    // its first byte, no read blocking longer than IDLE_TIMEOUT, and its
+    // `http-reaper` closing idle connections by the same policy.
     let limits = tiny_http::Limits {
         read_timeout: Some(IDLE_TIMEOUT),
         head_deadline: Some(HEADER_TIMEOUT),
         // Read before a worker sees the request: slow senders hold no worker.
         prebuffer_body: MAX_REGISTER_BODY,
+        idle: Some(tiny_http::IdlePolicy {
+            head: HEADER_TIMEOUT,
+            ..tiny_http::IdlePolicy::default()
+        }),
     };
     let server = match tls {
         None => Server::from_listener_with_limits(listener, None, limits)

@@ -1,10 +1,10 @@
 //! Outbound mode's WebSocket routes on the agent's web server: `/ws/register` and
 //! `/ws/agent`, over tiny_http's upgraded stream (plain, or TLS with a `tls` block).
 //!
-//! tiny_http hands over an opaque stream without timeouts, so after the upgrade we find
-//! the connection's TCP descriptor by its (local port, peer) pair in `/proc/self/fd` and
-//! keep a duplicate of it: read timeouts during the handshake, non-blocking mode and
-//! poll(2) during the session go through that duplicate (they act on the one socket).
+//! tiny_http's upgraded stream (plain or TLS) has no timeouts, so before the upgrade we
+//! take a descriptor of the request's TCP socket of our own (`Request::clone_socket`,
+//! our patch of tiny_http): read timeouts during the handshake, non-blocking mode and
+//! poll(2) during the session go through it (they act on the one socket).
 //!
 //! Both routes run their checks on the `http-worker` that took the request, so a refused
 //! socket never reaches the connection thread: `allowedNetworks` first (4003), then the
@@ -14,8 +14,7 @@
 //! whose client id it presented (an agent may be registered with more than one), which
 //! runs the same `Session` as for the socket it dials.
 
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -84,11 +83,14 @@ fn upgrade(state: &WebState, req: Request, peer: SocketAddr) -> Option<Socket> {
     let accept = tungstenite::handshake::derive_accept_key(key.as_bytes());
     let response = Response::empty(101)
         .with_header(Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept.as_bytes()).ok()?);
-    let stream = req.upgrade("websocket", response);
-    let Some(sock) = find_socket(state.config.listen_port, peer) else {
-        log::error!("Cannot find the socket of {peer}; dropping its WebSocket");
-        return None;
+    let sock = match req.clone_socket() {
+        Ok(sock) => sock,
+        Err(e) => {
+            log::error!("Cannot take a descriptor of the socket of {peer}: {e}; dropping it");
+            return None;
+        }
     };
+    let stream = req.upgrade("websocket", response);
     let _ = sock.set_nodelay(true);
     let tick = state.clock.wait_hint(Duration::from_millis(250));
     if let Err(e) = sock
@@ -106,55 +108,6 @@ fn upgrade(state: &WebState, req: Request, peer: SocketAddr) -> Option<Socket> {
         Role::Server,
         Some(dial::ws_config()),
     ))
-}
-
-fn socket_addr(s: &nix::sys::socket::SockaddrStorage) -> Option<SocketAddr> {
-    if let Some(v4) = s.as_sockaddr_in() {
-        return Some(SocketAddr::from((v4.ip(), v4.port())));
-    }
-    s.as_sockaddr_in6()
-        .map(|v6| SocketAddr::from((v6.ip(), v6.port())))
-}
-
-/// Whether `fd` is our accepted socket from `peer` on `port`.
-fn is_connection(fd: BorrowedFd<'_>, port: u16, peer: SocketAddr) -> bool {
-    use nix::sys::socket::{getpeername, getsockname, SockaddrStorage};
-    let raw = fd.as_raw_fd();
-    let same_peer = getpeername::<SockaddrStorage>(raw)
-        .ok()
-        .and_then(|p| socket_addr(&p))
-        == Some(peer);
-    same_peer
-        && getsockname::<SockaddrStorage>(raw)
-            .ok()
-            .and_then(|l| socket_addr(&l))
-            .is_some_and(|l| l.port() == port)
-}
-
-/// A duplicate of the descriptor of our connection from `peer` (checked again after
-/// the duplication, so a descriptor closed and reused meanwhile is not taken).
-fn find_socket(port: u16, peer: SocketAddr) -> Option<TcpStream> {
-    let dir = std::fs::read_dir("/proc/self/fd").ok()?;
-    let mut fds: Vec<RawFd> = dir
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect();
-    // The newest descriptors first: the connection was accepted a moment ago.
-    fds.sort_unstable_by(|a, b| b.cmp(a));
-    for fd in fds {
-        // SAFETY: only used for the duration of these calls; a descriptor closed in the
-        // meantime makes them fail, and the duplicate is checked again below.
-        let borrowed = unsafe { BorrowedFd::borrow_raw(fd) };
-        if !is_connection(borrowed, port, peer) {
-            continue;
-        }
-        let Ok(owned) = borrowed.try_clone_to_owned() else {
-            continue;
-        };
-        if is_connection(owned.as_fd(), port, peer) {
-            return Some(TcpStream::from(owned));
-        }
-    }
-    None
 }
 
 /// Closes with the refusal's code and text and waits briefly for the peer's reply.

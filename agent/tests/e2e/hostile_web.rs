@@ -1,7 +1,8 @@
 //! Hostile input to the agent's local web server, over raw sockets
 //! against the real `vrrp-agent`: upgrade requests that are no handshake, slow
 //! bodies and heads without end freeze nothing; heads are capped at 16 KiB;
-//! idle and slow connections are closed on the server's timeouts; every answer
+//! idle and slow connections are closed on the server's timeouts, a crowd of
+//! idle ones sooner, by the server's reaper; every answer
 //! says `Referrer-Policy: no-referrer`. The agent's stored state (its config
 //! file) is unchanged after each.
 
@@ -184,6 +185,60 @@ fn idle_and_slow_connections_are_closed_on_the_servers_timeouts() {
     );
     let _ = dripper.join();
     agent.page_within(Duration::from_secs(1));
+}
+
+/// The agent's web server keeps connections the server's way (tiny_http's
+/// register and `http-reaper`, one policy): while more than 512 connections
+/// are idle at once, those quiet for a second are closed, long before the 5 s
+/// read timeout that alone bounded them before; the crowd is thinned to at
+/// most 512.
+#[test]
+fn a_crowd_of_idle_keep_alive_connections_is_thinned_at_once() {
+    const CROWD: usize = 700;
+    const PRESSURE_ABOVE: usize = 512;
+    let tmp = tempfile::tempdir().unwrap();
+    let agent = Agent::start(tmp.path());
+    let mut crowd: Vec<TcpStream> = (0..CROWD)
+        .map(|_| agent.raw(b"GET /api/status/auth HTTP/1.1\r\nHost: x\r\n\r\n"))
+        .collect();
+    for s in &mut crowd {
+        let a = answer(s, Duration::from_secs(10));
+        assert!(a.starts_with("HTTP/1.1 "), "no answer: {a:?}");
+    }
+    let since = Instant::now();
+    let soon = IDLE_TIMEOUT - Duration::from_secs(2);
+    let mut open = CROWD;
+    while since.elapsed() < soon && open > PRESSURE_ABOVE {
+        open = crowd
+            .iter_mut()
+            .filter_map(|s| (!closed_now(s)).then_some(()))
+            .count();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        open <= PRESSURE_ABOVE,
+        "{open} of {CROWD} idle connections still open after {:?}",
+        since.elapsed()
+    );
+    agent.page_within(Duration::from_secs(1));
+    let config = fs::read_to_string(tmp.path().join("config.yaml")).unwrap();
+    assert_eq!(config, "keepalived:\n  pollInterval: 1\n");
+}
+
+/// Whether the peer has closed `s` (reads what is left of an answer first).
+fn closed_now(s: &mut TcpStream) -> bool {
+    s.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 4096];
+    let closed = loop {
+        match s.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break false,
+            Err(_) => break true,
+        }
+    };
+    s.set_nonblocking(false).unwrap();
+    closed
 }
 
 #[test]

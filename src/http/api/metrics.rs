@@ -77,7 +77,9 @@ pub fn serve(app: &App, req: &Req) -> ApiResult {
         incidents_open: open_incidents(&app.db)?,
         activity: app.counters.activity(),
         webhooks: app.counters.webhooks(),
-        process: metrics::process::read(),
+        // Counted by the HTTP server's own means (one `poll` over the descriptor
+        // table): `metrics` reads only `/proc/self` files.
+        process: metrics::process::read(tiny_http::process_usage().descriptors.map(|n| n as u64)),
         queues: vec![
             ("sqlite-writer", app.db.queued_writes()),
             ("cluster-eval", app.evaluate.queued()),

@@ -9,7 +9,6 @@
 use super::agent_socket::{serve_session, First, AUTH_WINDOW_SECS, QUEUE};
 use crate::agents::session;
 use crate::http::request::percent_decode;
-use crate::http::transport::conns::ConnTracker;
 use crate::http::transport::ws;
 use crate::http::App;
 use chrono::Duration;
@@ -19,7 +18,7 @@ use vrrp_protocol::close;
 /// Takes over an upgrade request. The handshake and stages 1 to 5 run here on
 /// the HTTP worker, so the SQLite lookup never touches (and keeps resident) the
 /// long-lived thread's stack; a socket that passed gets its own `ws-agent` thread.
-pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
+pub fn start(app: Arc<App>, rq: tiny_http::Request) {
     let query = rq
         .url()
         .split_once('?')
@@ -50,15 +49,14 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         None,
         &app.config.security.trusted_proxies,
     );
-    let mut busy = tracker.busy(peer);
     // The AUTH window starts when the socket opens.
     let auth_until = app.clock.utc() + Duration::seconds(AUTH_WINDOW_SECS);
-    let Some(socket) = ws::accept(rq, &mut busy) else {
+    let Some(socket) = ws::accept(rq) else {
         return;
     };
     // Woken by an eventfd: the session thread sleeps until the agent, a
     // message for it, or its heartbeat needs it (see `ws::run`).
-    let queue = match ws::queue(&mut busy, QUEUE) {
+    let queue = match ws::queue(QUEUE) {
         Ok(q) => q,
         Err(e) => {
             log::error!("Cannot create a queue for the agent socket of {peer}: {e}");
@@ -91,7 +89,6 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         .stack_size(256 * 1024)
         .name(name)
         .spawn(move || {
-            let _busy = busy;
             if crate::lifecycle::contain_panics(|| {
                 serve_session(
                     handles,

@@ -13,7 +13,6 @@
 
 use crate::activity;
 use crate::auth::{self, cookies, AuthFailure};
-use crate::http::transport::conns::ConnTracker;
 use crate::http::transport::ws::{self, Flow, Session, WsSocket};
 use crate::http::App;
 use crate::live::{self, envelope_of, hub, ToSocket};
@@ -22,7 +21,7 @@ use vrrp_protocol::kind;
 
 /// Takes over an upgrade request: the handshake and the session check run on the
 /// HTTP worker; an authenticated socket gets its own `ws-dash` thread.
-pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
+pub fn start(app: Arc<App>, rq: tiny_http::Request) {
     let token = ws::header(&rq, "cookie")
         .and_then(|c| cookies::find(c, cookies::SESSION_COOKIE).map(str::to_owned))
         .filter(|t| !t.is_empty());
@@ -35,8 +34,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
     let Some(peer) = rq.remote_addr().copied() else {
         return;
     };
-    let mut busy = tracker.busy(peer);
-    let Some(socket) = ws::accept(rq, &mut busy) else {
+    let Some(socket) = ws::accept(rq) else {
         return;
     };
     let Some(token) = token else {
@@ -50,7 +48,7 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         }
         Err(_) => return socket.close(4001, "Invalid Token"),
     };
-    let queue = match ws::queue(&mut busy, hub::QUEUE) {
+    let queue = match ws::queue(hub::QUEUE) {
         Ok(q) => q,
         Err(e) => {
             log::error!("Cannot create a queue for a dashboard socket: {e}");
@@ -64,7 +62,6 @@ pub fn start(app: Arc<App>, tracker: Arc<ConnTracker>, rq: tiny_http::Request) {
         .stack_size(256 * 1024)
         .name(name)
         .spawn(move || {
-            let _busy = busy;
             if crate::lifecycle::contain_panics(|| {
                 serve(&app, socket, queue, session.user_id, activity_limit)
             })

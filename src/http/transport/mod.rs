@@ -1,10 +1,9 @@
-//! The transport: the listen socket and its accept generations ([`listen`]),
-//! the connections tiny_http holds and the reaper's rules ([`conns`]), raw
-//! socket options ([`sockets`]), WebSocket upgrades and framing ([`ws`]), and
-//! the worker pool that serves requests ([`server`]). Nothing here knows a route.
+//! The transport: the listen socket's options and the worker pool that serves
+//! requests ([`server`]), raw socket options ([`sockets`]), WebSocket upgrades
+//! and framing ([`ws`]). Accepting, per-connection limits and idle reaping
+//! belong to the vendored tiny_http (`tiny_http::conns`), where the sockets
+//! are. Nothing here knows a route.
 
-pub mod conns;
-pub mod listen;
 pub mod server;
 pub(crate) mod sockets;
 pub mod ws;

@@ -1,10 +1,9 @@
 //! WebSocket sockets: upgraded from tiny_http's requests, or dialled by us.
 //!
-//! tiny_http hands over an opaque stream without timeouts, and keeps one of its
-//! pool threads parked until that stream drops. So at the upgrade we find the
-//! socket's descriptors by its address pair, take the socket away from tiny_http
-//! ([`super::sockets::detach`]) and make it non-blocking: one thread per socket
-//! (ours) can `poll` it together with its [`Inbox`]'s wake-up descriptor, a
+//! At the upgrade tiny_http hands the socket over (`Request::upgrade_detached`,
+//! our patch): a descriptor of our own, non-blocking, with the bytes it had read
+//! past the request, and its connection thread free. One thread per socket
+//! (ours) `poll`s it together with its [`Inbox`]'s wake-up descriptor, a
 //! message for the socket goes out at once, a read never blocks, and a peer that
 //! stops reading only fills our bounded write buffer until we drop it.
 //!
@@ -15,7 +14,6 @@ use crate::clock::SharedClock;
 use crate::live::{Inbox, ToSocket};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-use std::io::Read;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
 use std::time::Duration;
@@ -79,6 +77,9 @@ pub struct WsSocket {
     fd: RawFd,
     /// Frames are waiting in the write buffer for the socket to take them.
     pending: bool,
+    /// An accepted socket counts in tiny_http's register while it lives (a stop
+    /// waits for these to close).
+    _counted: Option<tiny_http::Upgraded>,
 }
 
 /// What arrived from the peer.
@@ -91,93 +92,48 @@ pub enum Received {
 }
 
 /// Completes the handshake; `None` when it cannot be. The socket leaves
-/// tiny_http here (see [`super::sockets::detach`]): from now on it is ours alone
-/// and costs no tiny_http thread.
-pub fn accept(rq: tiny_http::Request, busy: &mut super::conns::Busy) -> Option<WsSocket> {
+/// tiny_http here: from now on it is ours alone and costs no tiny_http thread;
+/// tiny_http counts it as upgraded until the [`WsSocket`] drops.
+pub fn accept(rq: tiny_http::Request) -> Option<WsSocket> {
     let peer = *rq.remote_addr()?;
     let key = header(&rq, "sec-websocket-key")?.to_owned();
-    let Some(theirs) = busy.take_socket() else {
-        log::error!("Cannot find the socket of {peer}; refusing its WebSocket");
-        let _ = rq.respond(tiny_http::Response::empty(500));
-        return None;
-    };
-    let fd = theirs[0];
-    if super::sockets::hung_up(fd) {
-        // Gave up waiting (an agent's handshake timeout is 5 s): answering it
-        // would only spend a thread on an AUTH window that never ends in AUTH.
-        log::debug!("The WebSocket of {peer} hung up before its upgrade was answered");
-        return None;
-    }
     let accept_key = tungstenite::handshake::derive_accept_key(key.as_bytes());
     let response = tiny_http::Response::empty(101).with_header(
         tiny_http::Header::from_bytes(&b"Sec-WebSocket-Accept"[..], accept_key.as_bytes()).ok()?,
     );
-    let mut upgraded = rq.upgrade("websocket", response);
-    // Frames are small and latency matters more than packet count.
-    // SAFETY: the descriptor belongs to the upgraded stream we now hold.
-    let _ = nix::sys::socket::setsockopt(
-        &unsafe { BorrowedFd::borrow_raw(fd) },
-        nix::sys::socket::sockopt::TcpNoDelay,
-        &true,
-    );
-    if let Err(e) = set_nonblocking(fd) {
-        log::error!("Cannot make the socket of {peer} non-blocking: {e}");
+    let upgraded = match rq.upgrade_detached("websocket", response) {
+        Ok(u) => u,
+        Err(e) => {
+            log::error!("Cannot take over the WebSocket of {peer}: {e}");
+            return None;
+        }
+    };
+    let fd = upgraded.stream.as_raw_fd();
+    if super::sockets::hung_up(fd) {
+        // Gave up waiting (an agent's handshake timeout is 5 s): serving it
+        // would only spend a thread on an AUTH window that never ends in AUTH.
+        log::debug!("The WebSocket of {peer} hung up before its upgrade was answered");
         return None;
     }
+    // Frames are small and latency matters more than packet count (the
+    // listener's TCP_NODELAY is inherited; said again for the upgraded socket).
+    let _ = upgraded.stream.set_nodelay(true);
     // A client may send its first frame before it has read our 101 (RFC 6455
-    // says it must not, but nothing stops it): whatever tiny_http's reader
-    // already holds goes to the WebSocket first.
-    let mut early = Vec::new();
-    let mut buf = [0u8; 1024];
-    // Bounded: past tiny_http's 1 KiB buffer the rest is in the socket anyway.
-    while early.len() < 64 * 1024 {
-        match upgraded.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => early.extend_from_slice(&buf[..n]),
-        }
-    }
-    // Only with both of tiny_http's descriptors in hand: the one left out would
-    // shut the socket down when tiny_http drops it. Not expected; then the
-    // socket stays in tiny_http's stream, and its thread stays parked.
-    let (stream, fd): (Stream, RawFd) = if theirs.len() == super::sockets::TINY_HTTP_DESCRIPTORS {
-        let own = match super::sockets::detach(&theirs) {
-            Ok(own) => own,
-            Err(e) => {
-                log::error!("Cannot take the socket of {peer} from the HTTP server: {e}");
-                return None;
-            }
-        };
-        busy.detached(own.as_raw_fd());
-        let fd = own.as_raw_fd();
-        // tiny_http's thread for this connection returns to its pool now.
-        drop(upgraded);
-        (Box::new(std::net::TcpStream::from(own)), fd)
-    } else {
-        log::warn!(
-            "Found {} descriptors of the socket of {peer}, not {}: it stays with the HTTP server",
-            theirs.len(),
-            super::sockets::TINY_HTTP_DESCRIPTORS
-        );
-        (Box::new(upgraded), fd)
-    };
+    // says it must not, but nothing stops it): `early` goes to the WebSocket first.
+    let stream: Stream = Box::new(upgraded.stream);
     Some(WsSocket {
-        ws: WebSocket::from_partially_read(stream, early, Role::Server, Some(ws_config())),
+        ws: WebSocket::from_partially_read(stream, upgraded.early, Role::Server, Some(ws_config())),
         peer,
         fd,
         pending: false,
+        _counted: Some(upgraded.counted),
     })
 }
 
-/// The queue of a socket we accepted. Its eventfd is held in `busy` with the
-/// socket, so that lookups and the reaper skip it without a system call (5,000
-/// agents hold 5,000 of them).
-pub fn queue(
-    busy: &mut super::conns::Busy,
-    capacity: usize,
-) -> std::io::Result<(crate::live::Outbox<ToSocket>, Inbox<ToSocket>)> {
-    let queue = crate::live::channel::<ToSocket>(capacity)?;
-    busy.hold(queue.1.wake_fd().as_raw_fd());
-    Ok(queue)
+/// The queue of a socket's session: messages for it, and the eventfd that
+/// wakes its thread.
+pub fn queue(capacity: usize) -> std::io::Result<(crate::live::Outbox<ToSocket>, Inbox<ToSocket>)> {
+    crate::live::channel::<ToSocket>(capacity)
 }
 
 /// A socket we dialled whose handshake is done (outbound agents): from now on
@@ -189,6 +145,7 @@ pub fn dialled(ws: WebSocket<Stream>, fd: RawFd, peer: SocketAddr) -> Result<WsS
         peer,
         fd,
         pending: false,
+        _counted: None,
     })
 }
 

@@ -45,6 +45,13 @@ pub struct ClientConnection {
     // vrrp-monitor patch: the last request's body was left unread; before the
     // connection ends, discard what the client still sends (see `linger`)
     linger: bool,
+
+    // vrrp-monitor patch: this connection's place in the register, told when a
+    // head begins and when a request is handed out (see `crate::conns`)
+    registered: Option<(
+        std::sync::Arc<crate::conns::Connections>,
+        std::sync::Arc<crate::conns::Entry>,
+    )>,
 }
 
 /// vrrp-monitor patch: a lingering close. After answering a request whose body
@@ -96,7 +103,18 @@ impl ClientConnection {
             head_deadline: None,
             prebuffer: 0,
             linger: false,
+            registered: None,
         }
+    }
+
+    /// vrrp-monitor patch: the connection's entry in the register.
+    pub(crate) fn with_entry(
+        mut self,
+        conns: std::sync::Arc<crate::conns::Connections>,
+        entry: std::sync::Arc<crate::conns::Entry>,
+    ) -> Self {
+        self.registered = Some((conns, entry));
+        self
     }
 
     /// vrrp-monitor patch: the socket's read timeout, for the lingering close.
@@ -165,7 +183,15 @@ impl ClientConnection {
                     )))
                 }
             };
-            let started = *budget.started.get_or_insert_with(std::time::Instant::now);
+            let started = match budget.started {
+                Some(t) => t,
+                None => {
+                    if let Some((conns, entry)) = &self.registered {
+                        conns.head_begun(entry);
+                    }
+                    *budget.started.insert(std::time::Instant::now())
+                }
+            };
             budget.used += 1;
             if budget.used > crate::MAX_HEAD {
                 return Err(ReadError::HeadTooLarge);
@@ -266,8 +292,12 @@ impl ClientConnection {
             }
         })?;
 
+        // vrrp-monitor patch: busy from here until the request is answered
+        let mut request = match &self.registered {
+            Some((conns, entry)) => request.in_flight(conns.in_flight(entry)),
+            None => request,
+        };
         // vrrp-monitor patch: the body on this thread, within the head's deadline
-        let mut request = request;
         if self.prebuffer > 0 {
             let deadline = budget
                 .started

@@ -104,6 +104,16 @@ impl Connection {
         }
     }
 
+    /// vrrp-monitor patch: the socket's descriptor, and whether it is TCP.
+    pub(crate) fn raw_fd(&self) -> (std::os::fd::RawFd, bool) {
+        use std::os::fd::AsRawFd;
+        match self {
+            Self::Tcp(s) => (s.as_raw_fd(), true),
+            #[cfg(unix)]
+            Self::Unix(s) => (s.as_raw_fd(), false),
+        }
+    }
+
     pub(crate) fn try_clone(&self) -> std::io::Result<Self> {
         match self {
             Self::Tcp(s) => s.try_clone().map(Self::from),

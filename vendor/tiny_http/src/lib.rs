@@ -88,7 +88,9 @@
 //! # let response = tiny_http::Response::from_file(File::open(&Path::new("image.png")).unwrap());
 //! let _ = request.respond(response);
 //! ```
-#![forbid(unsafe_code)]
+// vrrp-monitor patch: `deny`, not `forbid`: `conns` and `request::dup_socket`
+// make the system calls the connection register needs (each `SAFETY:` says why).
+#![deny(unsafe_code)]
 #![deny(rust_2018_idioms)]
 #![allow(clippy::match_like_matches_macro)]
 
@@ -116,6 +118,8 @@ pub use connection::{ConfigListenAddr, ListenAddr, Listener};
 pub use request::{ReadWrite, Request};
 pub use response::{Response, ResponseBox};
 pub use test::TestRequest;
+pub use conns::{process_usage, Connections, IdlePolicy, Upgraded};
+pub use request::UpgradedSocket;
 
 /// Per-connection limits (vrrp-monitor patch; the 16 KiB cap on a request's
 /// head, [`MAX_HEAD`], always applies).
@@ -131,6 +135,9 @@ pub struct Limits {
     /// the request is handed out (within `head_deadline` of the head's first
     /// byte), so a slow sender never holds a worker. 0: not at all.
     pub prebuffer_body: usize,
+    /// When idle connections are closed (an `http-reaper` thread per server);
+    /// `None`: never.
+    pub idle: Option<IdlePolicy>,
 }
 
 /// Request line and headers together at most this many bytes: beyond it the
@@ -147,6 +154,8 @@ pub fn fuzz_parse(data: &[u8]) -> Vec<Result<(String, String, Vec<u8>), String>>
 
 mod client;
 mod common;
+#[allow(unsafe_code)]
+pub mod conns;
 mod connection;
 mod request;
 mod response;
@@ -169,6 +178,9 @@ pub struct Server {
 
     // result of TcpListener::local_addr()
     listening_addr: ListenAddr,
+
+    // vrrp-monitor patch: every accepted connection, for limits and reaping
+    connections: Arc<conns::Connections>,
 }
 
 enum Message {
@@ -293,10 +305,6 @@ impl Server {
         };
 
         // building the SSL capabilities
-        #[cfg(not(feature = "ssl-rustls"))]
-        type SslContext = ();
-        #[cfg(feature = "ssl-rustls")]
-        type SslContext = crate::ssl::SslContextImpl;
         let ssl: Option<SslContext> = {
             match ssl_config {
                 #[cfg(feature = "ssl-rustls")]
@@ -316,88 +324,45 @@ impl Server {
         // creating a task where server.accept() is continuously called
         // and ClientConnection objects are pushed in the messages queue
         let messages = MessagesQueue::with_capacity(8);
+        let connections = conns::Connections::new();
 
         let inside_close_trigger = close_trigger.clone();
         let inside_messages = messages.clone();
-        thread::spawn(move || {
-            // a tasks pool is used to dispatch the connections into threads
-            let tasks_pool = util::TaskPool::new();
-
-            log::debug!("Running accept thread");
-            while !inside_close_trigger.load(Relaxed) {
-                let new_client = match server.accept() {
-                    Ok((sock, _)) => {
-                        use util::RefinedTcpStream;
-                        // Set before the TLS handshake too, which reads on this thread.
-                        if sock.set_read_timeout(limits.read_timeout).is_err() {
-                            continue;
-                        }
-                        let pair = match ssl {
-                            None => RefinedTcpStream::new(sock),
-                            #[cfg(feature = "ssl-rustls")]
-                            Some(ref ssl) => {
-                                // trying to apply SSL over the connection
-                                // if an error occurs, we just close the socket and resume listening
-                                let sock = match ssl.accept(sock) {
-                                    Ok(s) => s,
-                                    Err(_) => continue,
-                                };
-
-                                RefinedTcpStream::new(sock)
-                            }
-                            #[cfg(not(feature = "ssl-rustls"))]
-                            Some(ref _ssl) => unreachable!(),
-                        };
-
-                        // vrrp-monitor patch: out of descriptors for the clone is
-                        // an accept error (this thread ends), no longer a panic.
-                        pair.map(|(read_closable, write_closable)| {
-                            ClientConnection::new(write_closable, read_closable)
-                                .with_head_deadline(limits.head_deadline)
-                                .with_prebuffer(limits.prebuffer_body)
-                        })
-                    }
-                    Err(e) => Err(e),
-                };
-
-                match new_client {
-                    Ok(client) => {
-                        let messages = inside_messages.clone();
-                        let mut client = Some(client);
-                        tasks_pool.spawn(Box::new(move || {
-                            if let Some(client) = client.take() {
-                                // Synchronization is needed for HTTPS requests to avoid a deadlock
-                                if client.secure() {
-                                    let (sender, receiver) = mpsc::channel();
-                                    for rq in client {
-                                        messages.push(rq.with_notify_sender(sender.clone()).into());
-                                        receiver.recv().unwrap();
-                                    }
-                                } else {
-                                    for rq in client {
-                                        messages.push(rq.into());
-                                    }
-                                }
-                            }
-                        }));
-                    }
-
-                    Err(e) => {
-                        log::error!("Error accepting new client: {}", e);
-                        inside_messages.push(e.into());
-                        break;
-                    }
-                }
-            }
-            log::debug!("Terminating accept thread");
-        });
+        let inside_connections = connections.clone();
+        // vrrp-monitor patch: the accept thread never gives up on the listener
+        // for a transient error (see `accept_loop`).
+        thread::Builder::new().spawn(move || {
+            conns::name_thread("http-accept");
+            accept_loop(
+                &server,
+                ssl,
+                limits,
+                &inside_connections,
+                &inside_messages,
+                &inside_close_trigger,
+            );
+        })?;
+        if let Some(policy) = limits.idle {
+            let (reaper_connections, reaper_close) = (connections.clone(), close_trigger.clone());
+            thread::Builder::new().spawn(move || {
+                conns::name_thread("http-reaper");
+                reaper_connections.run_reaper(policy, &reaper_close);
+            })?;
+        }
 
         // result
         Ok(Server {
             messages,
             close: close_trigger,
             listening_addr: local_addr,
+            connections,
         })
+    }
+
+    /// vrrp-monitor patch: the register of this server's connections (counts,
+    /// limits; see [`conns::Connections`]).
+    pub fn connections(&self) -> &Arc<conns::Connections> {
+        &self.connections
     }
 
     /// Returns an iterator for all the incoming requests.
@@ -455,6 +420,154 @@ impl Server {
     }
 }
 
+/// Backoff after an accept error, doubling from the first to the last while
+/// the errors go on (vrrp-monitor patch).
+const ACCEPT_FIRST_BACKOFF: Duration = Duration::from_millis(10);
+const ACCEPT_MAX_BACKOFF: Duration = Duration::from_millis(500);
+/// Accepting that held this long after the last failure ends the streak.
+const ACCEPT_RECOVERED_AFTER: Duration = Duration::from_secs(10);
+
+#[cfg(not(feature = "ssl-rustls"))]
+type SslContext = ();
+#[cfg(feature = "ssl-rustls")]
+type SslContext = crate::ssl::SslContextImpl;
+
+/// vrrp-monitor patch: the accept thread. Upstream ended it on the first
+/// `accept` error, and panicked when a thread or a descriptor for the writer's
+/// clone could not be had: either way the server accepted nothing more. Now an
+/// error for want of descriptors, memory or threads marks the register starved
+/// (the reaper closes idle connections at once), one warning per streak says
+/// so, and accepting goes on after a backoff; the connection that could not be
+/// started is closed. Only an error that says the listen socket itself is
+/// unusable ends the thread, pushed to the queue as upstream did.
+fn accept_loop(
+    server: &Listener,
+    ssl: Option<SslContext>,
+    limits: Limits,
+    connections: &Arc<conns::Connections>,
+    messages: &Arc<MessagesQueue<Message>>,
+    close: &AtomicBool,
+) {
+    // a tasks pool is used to dispatch the connections into threads
+    let tasks_pool = util::TaskPool::new();
+    let mut backoff = ACCEPT_FIRST_BACKOFF;
+    // A streak of failures: since when, how many, the last one. It ends once
+    // accepting has held for `ACCEPT_RECOVERED_AFTER`: near the limit, accepting
+    // flaps (closing frees room, the backlog fills it again), and one warning
+    // says it all.
+    let mut streak: Option<(std::time::Instant, u64, std::time::Instant)> = None;
+
+    log::debug!("Running accept thread");
+    while !close.load(Relaxed) {
+        let accepted = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            accept_one(server, ssl.as_ref(), limits, connections, messages, &tasks_pool)
+        }))
+        .unwrap_or_else(|_| Err(IoError::new(IoErrorKind::Other, "the accept step panicked")));
+        match accepted {
+            Ok(()) => {
+                backoff = ACCEPT_FIRST_BACKOFF;
+                connections.set_starved(false);
+                if let Some((since, failures, _)) =
+                    streak.take_if(|s| s.2.elapsed() >= ACCEPT_RECOVERED_AFTER)
+                {
+                    log::info!(
+                        "Accepting HTTP connections again: {} accept failures in {:.1} s",
+                        failures,
+                        since.elapsed().as_secs_f64()
+                    );
+                }
+            }
+            Err(e) if conns::transient(&e) => {
+                connections.set_starved(true);
+                let now = std::time::Instant::now();
+                let (_, failures, last) = streak.get_or_insert_with(|| {
+                    log::warn!(
+                        "Accepting HTTP connections failed ({e}); closing idle connections and accepting again as room frees up (one warning until it holds)"
+                    );
+                    (now, 0, now)
+                });
+                *failures += 1;
+                *last = now;
+                thread::sleep(backoff);
+                backoff = (backoff * 2).min(ACCEPT_MAX_BACKOFF);
+            }
+            Err(e) => {
+                log::error!("Error accepting new client: {}", e);
+                messages.push(e.into());
+                break;
+            }
+        }
+    }
+    log::debug!("Terminating accept thread");
+}
+
+/// Accepts one connection and starts its thread. A TLS handshake that fails
+/// only closes that connection (`Ok`).
+fn accept_one(
+    server: &Listener,
+    ssl: Option<&SslContext>,
+    limits: Limits,
+    connections: &Arc<conns::Connections>,
+    messages: &Arc<MessagesQueue<Message>>,
+    tasks_pool: &util::TaskPool,
+) -> IoResult<()> {
+    use util::RefinedTcpStream;
+    let (sock, _) = server.accept()?;
+    // Set before the TLS handshake too, which reads on this thread.
+    if sock.set_read_timeout(limits.read_timeout).is_err() {
+        return Ok(());
+    }
+    let (fd, tcp) = sock.raw_fd();
+    let pair = match ssl {
+        None => RefinedTcpStream::new(sock),
+        #[cfg(feature = "ssl-rustls")]
+        Some(ssl) => {
+            // trying to apply SSL over the connection
+            // if an error occurs, we just close the socket and resume listening
+            let sock = match ssl.accept(sock) {
+                Ok(s) => s,
+                Err(_) => return Ok(()),
+            };
+
+            RefinedTcpStream::new(sock)
+        }
+        #[cfg(not(feature = "ssl-rustls"))]
+        Some(_) => unreachable!(),
+    };
+    // Out of descriptors for the writer's clone: an accept error.
+    let (read_closable, write_closable) = pair?;
+    let registration = connections.register(fd, tcp, ssl.is_some());
+    let entry = registration.entry.clone();
+    let client = ClientConnection::new(
+        write_closable.watched(entry.clone()),
+        read_closable.registered(registration),
+    )
+    .with_head_deadline(limits.head_deadline)
+    .with_prebuffer(limits.prebuffer_body)
+    .with_entry(connections.clone(), entry);
+
+    let messages = messages.clone();
+    let mut client = Some(client);
+    tasks_pool.spawn(Box::new(move || {
+        if let Some(client) = client.take() {
+            // Synchronization is needed for HTTPS requests to avoid a deadlock
+            if client.secure() {
+                let (sender, receiver) = mpsc::channel();
+                for rq in client {
+                    messages.push(rq.with_notify_sender(sender.clone()).into());
+                    if receiver.recv().is_err() {
+                        break;
+                    }
+                }
+            } else {
+                for rq in client {
+                    messages.push(rq.into());
+                }
+            }
+        }
+    }))
+}
+
 impl Iterator for IncomingRequests<'_> {
     type Item = Request;
     fn next(&mut self) -> Option<Request> {
@@ -475,7 +588,10 @@ impl Drop for Server {
                 std::os::unix::net::UnixStream::connect(path).map(Connection::from)
             }
         };
-        if let Ok(stream) = maybe_stream {
+        if let Ok(mut stream) = maybe_stream {
+            // vrrp-monitor patch: a byte, so that a listener with
+            // TCP_DEFER_ACCEPT hands the connection over at once.
+            let _ = std::io::Write::write(&mut stream, b"\n");
             let _ = stream.shutdown(Shutdown::Both);
         }
 

@@ -78,6 +78,45 @@ pub struct Request {
     // vrrp-monitor patch: the connection ends after this request's answer (its
     // body was left unread), so the answer says `Connection: close`
     closes_after: bool,
+
+    // vrrp-monitor patch: marks the connection busy in the register until this
+    // request is answered (dropped after `Drop::drop` has sent any answer)
+    in_flight: Option<crate::conns::InFlight>,
+}
+
+/// vrrp-monitor patch: a connection taken over by its upgrade (see
+/// [`Request::upgrade_detached`]).
+pub struct UpgradedSocket {
+    /// The socket, non-blocking, on a descriptor of its own: tiny_http holds
+    /// nothing of it any more (its thread for the connection is free).
+    pub stream: std::net::TcpStream,
+    /// What the client sent after its request that tiny_http had already read:
+    /// the first bytes of the new protocol.
+    pub early: Vec<u8>,
+    pub peer: Option<SocketAddr>,
+    /// Counts the socket in [`crate::Connections::upgraded`] until dropped.
+    pub counted: crate::conns::Upgraded,
+}
+
+/// vrrp-monitor patch: an upgraded stream that keeps its request in flight.
+struct StillInFlight<S> {
+    inner: S,
+    _guard: Option<crate::conns::InFlight>,
+}
+
+impl<S: Read> Read for StillInFlight<S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl<S: Write> Write for StillInFlight<S> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 struct NotifyOnDrop<R> {
@@ -250,6 +289,7 @@ where
         must_send_continue: expects_continue,
         closes_after: false,
         notify_when_responded: None,
+        in_flight: None,
     })
 }
 
@@ -375,6 +415,74 @@ impl Request {
         self.remote_addr.as_ref()
     }
 
+    /// vrrp-monitor patch: busy in the register until answered.
+    pub(crate) fn in_flight(mut self, guard: crate::conns::InFlight) -> Self {
+        self.in_flight = Some(guard);
+        self
+    }
+
+    /// vrrp-monitor patch: a descriptor of this request's TCP socket (under TLS
+    /// too) of the caller's own, for socket options and `poll`; the connection
+    /// stays tiny_http's.
+    pub fn clone_socket(&self) -> io::Result<std::net::TcpStream> {
+        let entry = self
+            .in_flight
+            .as_ref()
+            .map(|g| &g.entry)
+            .filter(|e| e.tcp)
+            .ok_or_else(|| io::Error::other("not a TCP connection"))?;
+        dup_socket(entry.fd())
+    }
+
+    /// vrrp-monitor patch: answers the upgrade with `response` and hands the
+    /// socket over: the caller owns it from then on (a descriptor of its own,
+    /// non-blocking, with whatever tiny_http had read past the request), and
+    /// tiny_http's halves close their descriptors without shutting the socket
+    /// down, so its thread for the connection goes back to the pool at once
+    /// (with [`Request::upgrade`] it stays parked until the stream drops).
+    /// Plain TCP only; an error before the answer drops the request (500).
+    pub fn upgrade_detached<R: Read>(
+        mut self,
+        protocol: &str,
+        response: Response<R>,
+    ) -> io::Result<UpgradedSocket> {
+        let guard = self
+            .in_flight
+            .as_ref()
+            .filter(|g| g.entry.plain_tcp())
+            .ok_or_else(|| io::Error::other("only a plain TCP connection can be handed over"))?;
+        let (entry, conns) = (guard.entry.clone(), guard.conns().clone());
+        let stream = dup_socket(entry.fd())?;
+        let mut writer = self.extract_writer_impl();
+        let version = self.http_version.clone();
+        response.raw_print(writer.by_ref(), version, &self.headers, false, Some(protocol))?;
+        writer.flush()?;
+        stream.set_nonblocking(true)?;
+        // Bounded: past the 1 KiB buffer the rest is on the socket anyway.
+        let mut reader = self.extract_reader_impl();
+        let mut early = Vec::new();
+        let mut buf = [0u8; 1024];
+        while early.len() < 64 * 1024 {
+            match reader.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => early.extend_from_slice(&buf[..n]),
+            }
+        }
+        entry
+            .detached
+            .store(true, std::sync::atomic::Ordering::Release);
+        drop((reader, writer));
+        if let Some(sender) = self.notify_when_responded.take() {
+            let _ = sender.send(());
+        }
+        Ok(UpgradedSocket {
+            stream,
+            early,
+            peer: self.remote_addr,
+            counted: conns.upgrade(),
+        })
+    }
+
     /// Sends a response with a `Connection: upgrade` header, then turns the `Request` into a `Stream`.
     ///
     /// The main purpose of this function is to support websockets.
@@ -404,6 +512,12 @@ impl Request {
         self.response_writer.as_mut().unwrap().flush().ok(); // TODO: unused result
 
         let stream = CustomStream::new(self.extract_reader_impl(), self.extract_writer_impl());
+        // vrrp-monitor patch: the connection stays busy in the register (the
+        // reaper leaves it alone) for as long as the stream lives.
+        let stream = StillInFlight {
+            inner: stream,
+            _guard: self.in_flight.take(),
+        };
         if let Some(sender) = self.notify_when_responded.take() {
             let stream = NotifyOnDrop {
                 sender,
@@ -562,6 +676,20 @@ impl Request {
     }
 }
 
+/// vrrp-monitor patch: a new descriptor (close-on-exec) for the socket `fd`
+/// names; the caller's request keeps `fd` open meanwhile.
+#[allow(unsafe_code)]
+fn dup_socket(fd: std::os::fd::RawFd) -> io::Result<std::net::TcpStream> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: F_DUPFD_CLOEXEC only creates a new descriptor.
+    let own = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `own` was just created and nothing else holds it.
+    Ok(unsafe { std::net::TcpStream::from_raw_fd(own) })
+}
+
 impl fmt::Debug for Request {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> Result<(), fmt::Error> {
         write!(
@@ -578,7 +706,7 @@ impl Drop for Request {
             let response = Response::empty(500);
             let _ = self.respond_impl(response); // ignoring any potential error
             if let Some(sender) = self.notify_when_responded.take() {
-                sender.send(()).unwrap();
+                let _ = sender.send(());
             }
         }
     }

@@ -88,6 +88,11 @@ pub struct RefinedTcpStream {
     stream: Stream,
     close_read: bool,
     close_write: bool,
+    // vrrp-monitor patch: the reader half holds the connection's place in the
+    // register (`crate::conns`), left before the descriptor closes; both halves
+    // see whether the socket was handed over (then nothing shuts it down).
+    registration: Option<crate::conns::Registration>,
+    entry: Option<std::sync::Arc<crate::conns::Entry>>,
 }
 
 impl RefinedTcpStream {
@@ -103,19 +108,34 @@ impl RefinedTcpStream {
             stream: read,
             close_read: true,
             close_write: false,
+            registration: None,
+            entry: None,
         };
 
         let write = RefinedTcpStream {
             stream: write,
             close_read: false,
             close_write: true,
+            registration: None,
+            entry: None,
         };
 
         Ok((read, write))
     }
 
-    /// Returns true if this struct wraps around a secure connection.
-    #[inline]
+    /// vrrp-monitor patch: the reader half takes the connection's registration,
+    /// the writer half only looks at its entry.
+    pub(crate) fn registered(mut self, r: crate::conns::Registration) -> Self {
+        self.entry = Some(r.entry.clone());
+        self.registration = Some(r);
+        self
+    }
+
+    pub(crate) fn watched(mut self, e: std::sync::Arc<crate::conns::Entry>) -> Self {
+        self.entry = Some(e);
+        self
+    }
+
     /// vrrp-monitor patch: bounds the socket's reads (both halves: one socket).
     /// Over TLS the stream is left as it is.
     // Without the TLS feature `Stream` has only the plain variant.
@@ -137,6 +157,16 @@ impl RefinedTcpStream {
 
 impl Drop for RefinedTcpStream {
     fn drop(&mut self) {
+        // vrrp-monitor patch: out of the register before the descriptor closes
+        // (the reaper shuts down only registered sockets, under its lock).
+        drop(self.registration.take());
+        let handed_over = self
+            .entry
+            .as_ref()
+            .is_some_and(|e| e.detached.load(std::sync::atomic::Ordering::Acquire));
+        if handed_over {
+            return;
+        }
         if self.close_read {
             self.stream.shutdown(Shutdown::Read).ok();
         }

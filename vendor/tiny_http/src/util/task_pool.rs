@@ -58,15 +58,19 @@ impl TaskPool {
         };
 
         for _ in 0..MIN_THREADS {
-            pool.add_thread(None)
+            // vrrp-monitor patch: a thread that cannot start now is started
+            // with the first connection that needs it.
+            let _ = pool.add_thread(None);
         }
 
         pool
     }
 
     /// Executes a function in a thread.
-    /// If no thread is available, spawns a new one.
-    pub fn spawn(&self, code: Box<dyn FnMut() + Send>) {
+    /// If no thread is available, spawns a new one. vrrp-monitor patch: when no
+    /// thread can be started, the task is dropped and that is an error (upstream
+    /// panicked, which ended the accept thread).
+    pub fn spawn(&self, code: Box<dyn FnMut() + Send>) -> std::io::Result<()> {
         let mut queue = self.sharing.todo.lock().unwrap();
 
         // vrrp-monitor patch: upstream queued the task whenever one thread was
@@ -78,20 +82,26 @@ impl TaskPool {
         if self.sharing.waiting_tasks.load(Ordering::Acquire) > queue.len() {
             queue.push_back(code);
             self.sharing.condvar.notify_one();
+            Ok(())
         } else {
-            self.add_thread(Some(code));
+            drop(queue);
+            self.add_thread(Some(code))
         }
     }
 
-    fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) {
+    fn add_thread(&self, initial_fn: Option<Box<dyn FnMut() + Send>>) -> std::io::Result<()> {
         let sharing = self.sharing.clone();
 
-        thread::spawn(move || {
+        // vrrp-monitor patch: a `Builder` reports running out of threads instead
+        // of panicking; the kernel name (not the Rust one, see `conns::name_thread`)
+        // says what the thread is; a panic in a task ends that connection only.
+        thread::Builder::new().spawn(move || {
+            crate::conns::name_thread("http-conn");
             let sharing = sharing;
             let _active_guard = Registration::new(&sharing.active_tasks);
 
-            if let Some(mut f) = initial_fn {
-                f();
+            if let Some(f) = initial_fn {
+                run_contained(f);
             }
 
             loop {
@@ -127,10 +137,17 @@ impl TaskPool {
                     task
                 };
 
-                task();
+                run_contained(task);
             }
-        });
+        })?;
+        Ok(())
     }
+}
+
+/// vrrp-monitor patch: runs one connection's task; its panic (already reported
+/// by the panic hook) ends that connection, not the pool's thread.
+fn run_contained(mut task: Box<dyn FnMut() + Send>) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || task()));
 }
 
 impl Drop for TaskPool {
