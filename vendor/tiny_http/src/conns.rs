@@ -92,7 +92,8 @@ pub struct Reaped {
     /// Those without a request in flight (pressure counts these).
     pub without_request: usize,
     pub closed: usize,
-    /// Descriptors and threads of the process, when they could be read.
+    /// Descriptors (counted only near the limit) and threads of the process,
+    /// when they could be read.
     pub descriptors: Option<usize>,
     pub threads: Option<usize>,
     /// Near a limit, or `accept` failing for want of resources.
@@ -256,15 +257,16 @@ impl Connections {
 
     /// One pass: closes the connections the policy says to.
     pub fn reap(&self, policy: &IdlePolicy) -> Reaped {
-        let usage = process_usage();
+        let descriptor_limit = self.descriptor_limit.load(Ordering::Relaxed);
+        // Counted only when the descriptor table is larger than the share of
+        // the limit: below that the count cannot be above it, and a pass stays
+        // a read of one small file (5,000 agents: a 16,384-slot table).
+        let usage = process_usage_above((descriptor_limit as f64 * policy.limit_share) as usize);
         let above = |used: Option<usize>, limit: u64| {
             limit > 0 && used.is_some_and(|u| u as f64 > limit as f64 * policy.limit_share)
         };
         let pressure = self.starved()
-            || above(
-                usage.descriptors,
-                self.descriptor_limit.load(Ordering::Relaxed),
-            )
+            || above(usage.descriptors, descriptor_limit)
             || above(usage.threads, self.thread_limit.load(Ordering::Relaxed));
         let now = self.now_ms();
         let open = lock(&self.open);
@@ -437,6 +439,12 @@ pub struct Usage {
 /// table (its size is that file's `FDSize:`): a closed slot answers `POLLNVAL`.
 /// Reading the file needs a descriptor: with none left, both are unknown.
 pub fn process_usage() -> Usage {
+    process_usage_above(0)
+}
+
+/// [`process_usage`], but descriptors are counted only when the table has
+/// more than `table_above` slots (else `None`).
+fn process_usage_above(table_above: usize) -> Usage {
     let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
         return Usage::default();
     };
@@ -450,7 +458,9 @@ pub fn process_usage() -> Usage {
     };
     Usage {
         threads: field("Threads:"),
-        descriptors: field("FDSize:").and_then(count_open_descriptors),
+        descriptors: field("FDSize:")
+            .filter(|&table| table > table_above)
+            .and_then(count_open_descriptors),
     }
 }
 
@@ -592,6 +602,9 @@ mod tests {
         // Other tests open and close descriptors meanwhile: a margin.
         assert!(during >= before + 15, "{} then {}", before, during);
         assert!(process_usage().threads.is_some_and(|t| t >= 1));
+        // Far below the limit the table is not even walked.
+        assert_eq!(process_usage_above(usize::MAX).descriptors, None);
+        assert!(process_usage_above(0).descriptors.is_some());
     }
 
     #[test]
