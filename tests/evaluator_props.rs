@@ -290,7 +290,7 @@ impl World {
                     // is to be built anew, and whether a cluster is settling.
                     let regrouping = self.grouped.is_none();
                     let first_window = self.evaluator.in_first_window(self.now);
-                    if batch.evaluate_before(&h.client_id, regrouping, first_window) {
+                    if batch.evaluate_before(&h.client_id, regrouping, || first_window) {
                         self.evaluate()?;
                         batch.clear();
                     }

@@ -66,8 +66,15 @@ impl ReadingBatch {
     /// because a cluster may have formed since the last evaluation (`regrouping`:
     /// a host's place in the grouping changed) or one is in its first interval
     /// (`first_window`). Otherwise nothing is lost by keeping only the later one.
-    pub fn evaluate_before(&self, host: &str, regrouping: bool, first_window: bool) -> bool {
-        self.hosts.contains(host) && (regrouping || first_window)
+    /// `first_window` is asked only when it decides: it looks at every cluster,
+    /// and most readings are of a host the batch does not hold yet.
+    pub fn evaluate_before(
+        &self,
+        host: &str,
+        regrouping: bool,
+        first_window: impl FnOnce() -> bool,
+    ) -> bool {
+        self.hosts.contains(host) && (regrouping || first_window())
     }
 
     /// Notes a reading of `host` taken in.
@@ -308,11 +315,12 @@ impl Runner {
         self.taken += 1;
         if self.awaiting.is_none() {
             let first = match &msg {
-                EvalMsg::Reading(id, _) => self.batch.evaluate_before(
-                    id,
-                    self.regroup,
-                    self.evaluator.in_first_window(self.handles.clock.utc()),
-                ),
+                EvalMsg::Reading(id, _) => {
+                    let (evaluator, clock) = (&self.evaluator, &self.handles.clock);
+                    self.batch.evaluate_before(id, self.regroup, || {
+                        evaluator.in_first_window(clock.utc())
+                    })
+                }
                 _ => false,
             };
             if first {
