@@ -191,7 +191,7 @@ impl Db {
         F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
         G: FnOnce(&mut T) + Send + 'static,
     {
-        let (reply_tx, reply_rx) = bounded::<Result<T, E>>(1);
+        let (reply_tx, reply_rx) = reply::<Result<T, E>>();
         let job: WriteJob = Box::new(move |conn| {
             let result = match conn {
                 Ok(conn) => f(conn),
@@ -206,14 +206,16 @@ impl Db {
                     }),
                     Err(why) => Err(E::from(commit_error(why))),
                 };
-                let _ = reply_tx.send(answer);
+                reply_tx.send(answer);
             });
             (ok, completion)
         });
         self.writer
             .send(job)
             .map_err(|_| E::from(DbError::WriterGone))?;
-        reply_rx.recv().map_err(|_| E::from(DbError::WriterGone))?
+        reply_rx
+            .recv()
+            .ok_or_else(|| E::from(DbError::WriterGone))?
     }
 
     /// Runs `f` on a read-only connection.
@@ -257,6 +259,59 @@ impl Db {
         // dominate the server's memory. The OS page cache serves repeats anyway.
         conn.execute_batch("PRAGMA cache_size = -256")?;
         Ok(conn)
+    }
+}
+
+/// A write's answer, from the writer thread to the one caller waiting for it.
+/// The caller sleeps until it is sent: a channel's receive spins and yields
+/// first, and with every agent's reading waiting for a commit that spinning
+/// was most of an agent thread's time (commits take far longer than a spin).
+struct Reply<T> {
+    /// `Some(None)`: the writer let go of the job without an answer.
+    slot: Mutex<Option<Option<T>>>,
+    waiter: std::thread::Thread,
+}
+
+struct ReplySender<T>(Option<std::sync::Arc<Reply<T>>>);
+struct ReplyReceiver<T>(std::sync::Arc<Reply<T>>);
+
+/// A one-answer channel for the calling thread.
+fn reply<T>() -> (ReplySender<T>, ReplyReceiver<T>) {
+    let shared = std::sync::Arc::new(Reply {
+        slot: Mutex::new(None),
+        waiter: std::thread::current(),
+    });
+    (ReplySender(Some(shared.clone())), ReplyReceiver(shared))
+}
+
+impl<T> ReplySender<T> {
+    fn send(mut self, value: T) {
+        self.deliver(Some(value));
+    }
+
+    fn deliver(&mut self, value: Option<T>) {
+        if let Some(shared) = self.0.take() {
+            *shared.slot.lock() = Some(value);
+            shared.waiter.unpark();
+        }
+    }
+}
+
+impl<T> Drop for ReplySender<T> {
+    fn drop(&mut self) {
+        self.deliver(None);
+    }
+}
+
+impl<T> ReplyReceiver<T> {
+    /// Waits for the answer; `None` when the job was dropped unanswered.
+    fn recv(self) -> Option<T> {
+        loop {
+            if let Some(answer) = self.0.slot.lock().take() {
+                return answer;
+            }
+            std::thread::park();
+        }
     }
 }
 
