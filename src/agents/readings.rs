@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 pub use vrrp_protocol::Reading;
-use vrrp_protocol::{VrrpInstance, VrrpState};
+use vrrp_protocol::{kind, VrrpInstance, VrrpState};
 
 /// Why a reading was discarded: the first field of the wrong shape.
 #[derive(Debug, PartialEq)]
@@ -268,8 +268,27 @@ impl Latest {
         reading: Reading,
         received_at: String,
     ) -> Result<Option<Arc<Reading>>, DbError> {
+        Ok(self
+            .store_with_update(db, client_id, reading, received_at)?
+            .map(|(reading, _)| reading))
+    }
+
+    /// As [`Latest::store`], with the reading's KEEPALIVED_STATE_UPDATE for
+    /// the dashboards, made from the JSON written for the row rather than by
+    /// writing the whole reading a second time.
+    pub fn store_with_update(
+        &self,
+        db: &Db,
+        client_id: String,
+        reading: Reading,
+        received_at: String,
+    ) -> Result<Option<Stored>, DbError> {
         let sequence = self.sequence.clone();
         let payload = serde_json::to_string(&reading).unwrap_or_default();
+        // The row's JSON is the API's but for the server's fields.
+        let agents_fields_only = reading.client_id.is_none()
+            && reading.received_at.is_none()
+            && reading.last_known_instances.is_none();
         // Known without the stored row unless keepalived is down or unreadable.
         let last_known = match next_last_known(&reading, None) {
             Some(own) => Known::Now(
@@ -281,14 +300,29 @@ impl Latest {
         let row = (client_id.clone(), received_at.clone());
         let stored = db.write(move |c| {
             let stored = store_row(c, &row.0, &row.1, &payload, last_known)?;
-            Ok::<_, DbError>(stored.map(|k| (sequence.fetch_add(1, Ordering::Relaxed) + 1, k)))
+            Ok::<_, DbError>(
+                stored.map(|k| (sequence.fetch_add(1, Ordering::Relaxed) + 1, k, payload)),
+            )
         })?;
-        let Some((seq, last_known)) = stored else {
+        let Some((seq, last_known, payload)) = stored else {
             return Ok(None);
         };
         let reading = Arc::new(api_value(client_id, received_at, reading, last_known));
         self.put(seq, reading.clone());
-        Ok(Some(reading))
+        let spliced = (agents_fields_only && reading.last_known_instances.is_none())
+            .then(|| {
+                update_message(
+                    &payload,
+                    reading.client_id.as_deref()?,
+                    reading.received_at.as_deref()?,
+                )
+            })
+            .flatten();
+        let message = match spliced {
+            Some(text) => text.into(),
+            None => crate::live::envelope_of(kind::KEEPALIVED_STATE_UPDATE, &*reading),
+        };
+        Ok(Some((reading, message)))
     }
 
     /// Takes a committed reading unless a later write or the client's deletion
@@ -306,6 +340,39 @@ impl Latest {
         }
     }
 }
+
+/// A stored reading's KEEPALIVED_STATE_UPDATE from `payload`, the JSON of
+/// the reading without the server's fields: the API's value writes `clientId`
+/// and `receivedAt` first, then the same fields in the same order, as long as
+/// it has no `lastKnownInstances` (the caller's to check). The text is the one
+/// the envelope of the whole reading would be.
+fn update_message(payload: &str, client_id: &str, received_at: &str) -> Option<String> {
+    let rest = payload.strip_prefix('{')?;
+    if !rest.starts_with('"') {
+        return None;
+    }
+    let kind = serde_json::to_string(kind::KEEPALIVED_STATE_UPDATE).ok()?;
+    let id = serde_json::to_string(client_id).ok()?;
+    let at = serde_json::to_string(received_at).ok()?;
+    let mut text = String::with_capacity(payload.len() + kind.len() + id.len() + at.len() + 48);
+    for part in [
+        r#"{"type":"#,
+        &kind,
+        r#","payload":{"clientId":"#,
+        &id,
+        r#","receivedAt":"#,
+        &at,
+        ",",
+        rest,
+        "}",
+    ] {
+        text.push_str(part);
+    }
+    Some(text)
+}
+
+/// A stored reading as the API shows it, and its KEEPALIVED_STATE_UPDATE.
+pub type Stored = (Arc<Reading>, Arc<str>);
 
 /// The last-known instances a reading leaves behind.
 enum Known {
@@ -580,6 +647,36 @@ mod tests {
             "the row holds the agent's reading"
         );
         check(&Latest::load(&db).unwrap().get("c1").unwrap());
+    }
+
+    #[test]
+    fn the_update_message_is_the_envelope_of_the_stored_reading() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db_with_client(dir.path(), "c\"1");
+        let latest = Latest::load(&db).unwrap();
+        let readings = [
+            json!({ "running": true, "collectedAt": "t1" }),
+            json!({ "collectedAt": "t2", "running": true, "pid": 7, "futureTop": {"a": [1, null]},
+                    "drain": {"drained": true, "reason": "x\u{e9}\"y"},
+                    "instances": [{"name": "VI_1", "state": "FAULT", "vrid": 51, "vips": ["192.0.2.1/24"],
+                                   "stats": {"x": 1}, "futureInstance": "x"}],
+                    "syncGroups": [{"name": "SG", "state": "MASTER", "instances": ["VI_1"]}] }),
+            // Stopped: the last-known instances go in, so the message is written whole.
+            json!({ "running": false, "collectedAt": "t3" }),
+            json!({ "running": true, "collectedAt": "t4", "error": "no CAP_KILL" }),
+        ];
+        for (i, sent) in readings.into_iter().enumerate() {
+            let (stored, message) = latest
+                .store_with_update(&db, "c\"1".into(), parse(sent).unwrap(), format!("r{i}"))
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                &*message,
+                &*crate::live::envelope_of(kind::KEEPALIVED_STATE_UPDATE, &*stored),
+                "reading {i}"
+            );
+        }
+        assert!(latest.get("c\"1").unwrap().last_known_instances.is_some());
     }
 
     #[test]

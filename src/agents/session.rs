@@ -14,14 +14,14 @@ use crate::activity::{self, ActivitySink, Event, Incoming};
 use crate::clock::{iso, SharedClock};
 use crate::config::values::canonical_ip;
 use crate::db::Db;
-use crate::live::{envelope_of, Hub, Outbox, ToSocket};
+use crate::live::{Hub, Outbox, ToSocket};
 use crate::secrets::sha256_hex;
 use ipnet::{IpNet, Ipv4Net};
 use serde_json::{json, Value};
 use std::net::IpAddr;
 use std::sync::Arc;
 pub use vrrp_protocol::Refusal;
-use vrrp_protocol::{close, kind, ActivityLevel};
+use vrrp_protocol::{close, ActivityLevel};
 
 /// Who hears of a client's stored readings and connection changes: the cluster
 /// evaluator. A trait so that the agents domain does not depend on clusters.
@@ -209,14 +209,13 @@ pub fn reading(h: &SessionHandles, client: &ClientRecord, payload: Value) {
     };
     match h
         .readings
-        .store(&h.db, client.id.clone(), reading, iso(h.clock.utc()))
+        .store_with_update(&h.db, client.id.clone(), reading, iso(h.clock.utc()))
     {
-        Ok(Some(stored)) => {
+        Ok(Some((stored, update))) => {
             // The evaluator first: a dashboard that sees the broadcast and asks
             // for the cluster list then finds the reading in it.
-            h.evaluator.reading_stored(&client.id, stored.clone());
-            h.hub
-                .broadcast(envelope_of(kind::KEEPALIVED_STATE_UPDATE, &*stored));
+            h.evaluator.reading_stored(&client.id, stored);
+            h.hub.broadcast(update);
         }
         Ok(None) => {}
         Err(e) => e.log_write_failure(format_args!("Cannot store the reading of {}", client.id)),

@@ -12,6 +12,7 @@ use crate::live::{self, envelope, ToSocket};
 use chrono::{DateTime, Utc};
 use serde_json::json;
 use std::net::IpAddr;
+use std::sync::Arc;
 use vrrp_protocol::{close, kind};
 
 /// The agent must send AUTH within this long.
@@ -46,7 +47,7 @@ pub fn serve_session(
     let mut socket_session = AgentSocket {
         handles,
         stage: Stage::AwaitingAuth {
-            client: client.clone(),
+            client: Arc::new(client.clone()),
             until: clock.utc(),
         },
         source,
@@ -54,7 +55,12 @@ pub fn serve_session(
         connection: None,
     };
     match first {
-        First::AwaitAuth(until) => socket_session.stage = Stage::AwaitingAuth { client, until },
+        First::AwaitAuth(until) => {
+            socket_session.stage = Stage::AwaitingAuth {
+                client: Arc::new(client),
+                until,
+            }
+        }
         First::Received(auth) => match socket_session.accept_auth(&mut socket, client, auth) {
             Flow::Continue => {}
             Flow::Close(code, reason) => return socket.close(code, reason),
@@ -67,11 +73,12 @@ pub fn serve_session(
 
 enum Stage {
     AwaitingAuth {
-        client: ClientRecord,
+        client: Arc<ClientRecord>,
         until: DateTime<Utc>,
     },
     Authenticated {
-        client: ClientRecord,
+        /// Shared, not copied, by each message's handling.
+        client: Arc<ClientRecord>,
     },
 }
 
@@ -88,11 +95,11 @@ impl Session for AgentSocket {
     fn on_text(&mut self, socket: &mut WsSocket, text: String) -> Flow {
         match &self.stage {
             Stage::AwaitingAuth { client, .. } => {
-                let client = client.clone();
+                let client = ClientRecord::clone(client);
                 self.first_message(socket, client, &text)
             }
             Stage::Authenticated { client } => {
-                let client = client.clone();
+                let client = Arc::clone(client);
                 self.after_auth(socket, &client, &text)
             }
         }
@@ -169,7 +176,9 @@ impl AgentSocket {
             auth.version
         );
         session::announce_connected(&self.handles, &client, &auth, mode);
-        self.stage = Stage::Authenticated { client };
+        self.stage = Stage::Authenticated {
+            client: Arc::new(client),
+        };
         Flow::Continue
     }
 
