@@ -109,7 +109,13 @@ impl Board {
 
     /// Publishes a list (sorted here into the API's order) and wakes the feed.
     pub fn publish(&self, mut clusters: Vec<Arc<Shown>>) {
-        clusters.sort_by(|a, b| Cluster::attention_order(&&a.cluster, &&b.cluster));
+        let order =
+            |a: &Arc<Shown>, b: &Arc<Shown>| Cluster::attention_order(&&a.cluster, &&b.cluster);
+        // Mostly in order already (a publication changes a few clusters'
+        // health): a look, without the sort's scratch copy of the list.
+        if !clusters.is_sorted_by(|a, b| order(a, b).is_le()) {
+            clusters.sort_by(order);
+        }
         *self.current.write() = Arc::new(Snapshot { clusters });
         let _ = self.published.try_send(());
     }
