@@ -19,7 +19,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -270,11 +270,18 @@ impl Connections {
             || above(usage.threads, self.thread_limit.load(Ordering::Relaxed));
         let now = self.now_ms();
         let open = lock(&self.open);
+        let registered = open.len();
         let without_request = open
             .values()
             .filter(|e| e.in_flight.load(Ordering::Acquire) == 0)
             .count();
-        let mut closed = 0;
+        // Under the lock only a `dup` of each socket to close: the register's
+        // lock is what every accept and every connection's end takes, and
+        // shutting a thousand sockets down under it held a crowd's accepts
+        // (health p99 18-32 ms with 10,000 idle clients). Our duplicate keeps
+        // the socket, so the shutdown below cannot reach a reused descriptor.
+        let mut to_close = Vec::new();
+        let mut closed_here = 0;
         for entry in open.values() {
             let view = ConnView {
                 busy: entry.in_flight.load(Ordering::Acquire) > 0,
@@ -287,14 +294,28 @@ impl Connections {
             if entry.fd >= 0 && should_close(view, without_request, pressure, policy) {
                 // SAFETY: the entry is registered and the lock is held, so its
                 // descriptor is still this connection's (it deregisters under
-                // this lock before it closes); shutdown only ends the socket.
-                if unsafe { libc::shutdown(entry.fd, libc::SHUT_RDWR) } == 0 {
-                    closed += 1;
+                // this lock before it closes); F_DUPFD_CLOEXEC only makes a new one.
+                let dup = unsafe { libc::fcntl(entry.fd, libc::F_DUPFD_CLOEXEC, 0) };
+                if dup >= 0 {
+                    // SAFETY: just made, held by nothing else.
+                    to_close.push(unsafe { std::os::fd::OwnedFd::from_raw_fd(dup) });
+                } else if unsafe { libc::shutdown(entry.fd, libc::SHUT_RDWR) } == 0 {
+                    // Out of descriptors for the duplicate: shut down here,
+                    // under the lock (SAFETY as above). Closing is what frees room.
+                    closed_here += 1;
                 }
             }
         }
+        drop(open);
+        let mut closed = closed_here;
+        for socket in to_close {
+            // SAFETY: our own descriptor of the socket; shutdown only ends it.
+            if unsafe { libc::shutdown(socket.as_raw_fd(), libc::SHUT_RDWR) } == 0 {
+                closed += 1;
+            }
+        }
         Reaped {
-            open: open.len(),
+            open: registered,
             without_request,
             closed,
             descriptors: usage.descriptors,
