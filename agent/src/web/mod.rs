@@ -121,10 +121,8 @@ pub fn start(
         head_deadline: Some(HEADER_TIMEOUT),
         // Read before a worker sees the request: slow senders hold no worker.
         prebuffer_body: MAX_REGISTER_BODY,
-        idle: Some(tiny_http::IdlePolicy {
-            head: HEADER_TIMEOUT,
-            ..tiny_http::IdlePolicy::default()
-        }),
+        // One policy for both binaries; its head timeout is HEADER_TIMEOUT.
+        idle: Some(tiny_http::IdlePolicy::default()),
     };
     let server = match tls {
         None => Server::from_listener_with_limits(listener, None, limits)

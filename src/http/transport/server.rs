@@ -49,10 +49,8 @@ pub fn limits() -> tiny_http::Limits {
         // Bodies are read before a worker sees the request: eight slow
         // senders cannot hold the eight workers.
         prebuffer_body: crate::http::request::MAX_BODY,
-        idle: Some(tiny_http::IdlePolicy {
-            head: HEADER_TIMEOUT,
-            ..tiny_http::IdlePolicy::default()
-        }),
+        // One policy for both binaries; its head timeout is HEADER_TIMEOUT.
+        idle: Some(tiny_http::IdlePolicy::default()),
     }
 }
 
